@@ -1,0 +1,1 @@
+"""intent-loop: a tamper-evident ledger of what the user asked Codex for."""

@@ -1,0 +1,97 @@
+"""Everything that differs between operating systems: kernel locks, durable syncs, process identity.
+
+Linux and macOS are supported. Windows would need msvcrt locking and its own directory-sync
+story; keeping every such call here is what lets that port stay one module.
+"""
+import os
+import sys
+
+import fcntl
+
+IS_MACOS = sys.platform == "darwin"
+IS_WINDOWS = os.name == "nt"
+
+
+def try_lock_exclusive(fd):
+    """Take a non-blocking exclusive kernel lock on an open file; False if another holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def is_kernel_lock_held(fd):
+    """True when some other open file description holds a lock on this file (probe and let go)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def unlock(fd):
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def fsync_file(fd):
+    """Flush a file to stable storage.
+
+    macOS fsync() only reaches the drive's cache; F_FULLFSYNC is what makes it durable
+    (Apple's fsync(2) man page), as python-atomicwrites also does.
+    """
+    if IS_MACOS and hasattr(fcntl, "F_FULLFSYNC"):
+        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+    else:
+        os.fsync(fd)
+
+
+def fsync_directory(path):
+    """Make a rename inside `path` durable (POSIX needs the directory itself synced)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fsync_file(fd)
+    finally:
+        os.close(fd)
+
+
+def process_start_time(pid):
+    """An opaque start-time token for `pid`, or None when it cannot be read (or pid is gone).
+
+    Comparing it with the token a lock owner recorded tells a reused pid from the holder.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        # the command name (field 2) may contain spaces and ')' : split after the last ')'
+        fields = data[data.rfind(b")") + 2 :].split()
+        return fields[19].decode() if len(fields) > 19 else None
+    return None
+
+
+def is_process_alive(pid):
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def is_local_path_syntax(path):
+    """Reject Windows UNC and device namespaces before any filesystem call."""
+    if path.startswith(("\\\\", "//?/", "//./")):
+        return False
+    return True
+
+
+def canonical_case(path):
+    """Windows paths compare case-insensitively; POSIX paths are kept as they are."""
+    return path.casefold() if IS_WINDOWS else path

@@ -1,0 +1,107 @@
+"""The derived cache in `cache/`: the verified checkpoint plus the reducer's state.
+
+Everything here can be deleted at any time; it is rebuilt from the ledger. A checkpoint is
+trusted only when the ledger's identity (size, inode, mtime) is unchanged and its last line
+still hashes to the recorded hash, or, after an append, when that line is still in place.
+"""
+import os
+
+from intent_loop import paths as paths_mod
+from intent_loop.atomic import replace_atomically
+from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.errors import IntentLoopError
+
+CACHE_FORMAT = 1
+STATE_FILE = "state.json"
+_HASH_FIELD = b',"event_hash":"'
+
+
+class Cached:
+    __slots__ = ("verified", "identity")
+
+    def __init__(self, verified, identity):
+        self.verified = verified
+        self.identity = identity
+
+
+def _identity(st):
+    return [st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns]
+
+
+def load(paths, reducer):
+    """The cached checkpoint, or None when missing, unreadable or made by other code."""
+    from intent_loop.ledger import Verified
+
+    path = os.path.join(paths.cache_dir, STATE_FILE)
+    try:
+        if paths_mod.check_regular_file(path) is None:
+            return None
+        with open(path, "rb") as fh:
+            doc = loads(fh.read())
+        if (doc.get("format") != CACHE_FORMAT or doc.get("reducer") != reducer.version
+                or doc.get("project_id") != paths.project_id):
+            return None
+        v = doc["verified"]
+        verified = Verified(v["size"], v["count"], v["last_hash"], v["last_line_start"], doc["state"])
+        return Cached(verified, doc["identity"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IntentLoopError):
+        return None
+
+
+def is_current(cached, st):
+    return cached.identity == _identity(st)
+
+
+def line_hash_at(data, start, end):
+    """The event_hash of the ledger line data[start:end] (ending in LF) if it verifies, else None."""
+    if end == 0:
+        return None
+    line = data[start : end - 1]
+    if data[end - 1 : end] != b"\n" or not line.startswith(b'{"actor":"'):
+        return None
+    field = line.find(_HASH_FIELD)
+    if field < 0:
+        return None
+    recorded = line[field + len(_HASH_FIELD) : field + len(_HASH_FIELD) + 64].decode("ascii", "replace")
+    if sha256_hex(line[:field] + line[field + len(_HASH_FIELD) + 65 :]) != recorded:
+        return None
+    return recorded
+
+
+def last_line_matches(paths, cached):
+    """Re-check the checkpoint against the bytes on disk: its last line still hashes to last_hash."""
+    v = cached.verified
+    if v.size == 0:
+        return v.last_hash is None
+    try:
+        fd = os.open(paths.ledger, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        data = os.pread(fd, v.size - v.last_line_start, v.last_line_start)
+    finally:
+        os.close(fd)
+    return line_hash_at(data, 0, len(data)) == v.last_hash
+
+
+def save(paths, reducer, verified, st):
+    """Best effort: the cache is an accelerator, a failed write only costs a later rebuild."""
+    if not os.path.isdir(paths.cache_dir) or os.path.islink(paths.cache_dir):
+        return
+    doc = {
+        "format": CACHE_FORMAT,
+        "reducer": reducer.version,
+        "project_id": paths.project_id,
+        "identity": _identity(st),
+        "verified": {
+            "size": verified.size,
+            "count": verified.count,
+            "last_hash": verified.last_hash,
+            "last_line_start": verified.last_line_start,
+        },
+        "state": verified.state,
+    }
+    try:
+        replace_atomically(os.path.join(paths.cache_dir, STATE_FILE), canonical_bytes(doc), durable=False)
+    except IntentLoopError:
+        pass

@@ -1,0 +1,82 @@
+"""The one exception type of intent-loop and its stable error codes."""
+
+
+class ErrorCode:
+    """Stable codes (never renamed, never reused); every one is documented in README.md.
+
+    A plain class of string constants rather than enum.Enum: `import enum` costs ~7 ms,
+    more than half of a hook's whole budget (docs: startup-performance.md).
+    """
+
+    # where data lives, and identity
+    DATA_DIR_REQUIRED = "DATA_DIR_REQUIRED"
+    INVALID_PROJECT_ROOT = "INVALID_PROJECT_ROOT"
+    UNSAFE_PATH = "UNSAFE_PATH"
+    # the lock
+    LOCK_TIMEOUT = "LOCK_TIMEOUT"
+    LOCK_CONFLICT = "LOCK_CONFLICT"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    # the ledger
+    LEDGER_MALFORMED = "LEDGER_MALFORMED"
+    LEDGER_HASH_MISMATCH = "LEDGER_HASH_MISMATCH"
+    LEDGER_CHAIN_BROKEN = "LEDGER_CHAIN_BROKEN"
+    LEDGER_TORN_TAIL = "LEDGER_TORN_TAIL"
+    FOREIGN_PROJECT = "FOREIGN_PROJECT"
+    FUTURE_SCHEMA = "FUTURE_SCHEMA"
+    INVALID_TEXT = "INVALID_TEXT"
+    INVALID_EVENT = "INVALID_EVENT"
+    WRITE_FAILED = "WRITE_FAILED"
+    DURABILITY_UNCERTAIN = "DURABILITY_UNCERTAIN"
+    INVALID_REQUEST_ID = "INVALID_REQUEST_ID"
+    REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
+    # tasks, claims, modes
+    TASK_NOT_FOUND = "TASK_NOT_FOUND"
+    CLAIM_NOT_FOUND = "CLAIM_NOT_FOUND"
+    CANDIDATE_NOT_FOUND = "CANDIDATE_NOT_FOUND"
+    AMBIGUOUS_ID = "AMBIGUOUS_ID"
+    NO_TASK = "NO_TASK"
+    INVALID_STATEMENT = "INVALID_STATEMENT"
+    INVALID_CLAIM = "INVALID_CLAIM"
+    PROTECTED_CLAIM = "PROTECTED_CLAIM"
+    TOO_MANY_INITIAL_CLAIMS = "TOO_MANY_INITIAL_CLAIMS"
+    CREDENTIAL_IN_ID = "CREDENTIAL_IN_ID"
+    TASK_OFF = "TASK_OFF"
+    TASK_PRIVATE = "TASK_PRIVATE"
+    PRIVATE_CONFLICT = "PRIVATE_CONFLICT"
+    # the intent: command grammar
+    UNKNOWN_VERB = "UNKNOWN_VERB"
+    EMPTY_TEXT = "EMPTY_TEXT"
+    RESERVED_PREFIX = "RESERVED_PREFIX"
+    INVALID_SOURCE = "INVALID_SOURCE"
+    RULE_SYNTAX = "RULE_SYNTAX"
+    # export, import, deletion
+    IMPORT_INVALID = "IMPORT_INVALID"
+    CONFIRMATION_MISMATCH = "CONFIRMATION_MISMATCH"
+    FILE_EXISTS = "FILE_EXISTS"
+    # the Guard provider document
+    PROJECTION_INCOMPLETE = "PROJECTION_INCOMPLETE"
+    CONTRACT_INVALID = "CONTRACT_INVALID"
+    PROVIDER_PATH_FOREIGN = "PROVIDER_PATH_FOREIGN"
+    PROVIDER_WRITE_FAILED = "PROVIDER_WRITE_FAILED"
+    # installation and the command line
+    HOOKS_CONFIG_INVALID = "HOOKS_CONFIG_INVALID"
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+
+
+class IntentLoopError(Exception):
+    """Raised by library code; `code` is an ErrorCode value, `message` says what to do next."""
+
+    def __init__(self, code, message, *, line=None, details=None):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.line = line
+        self.details = details or {}
+
+    def to_dict(self):
+        out = {"code": self.code, "message": self.message}
+        if self.line is not None:
+            out["line"] = self.line
+        if self.details:
+            out["details"] = self.details
+        return out

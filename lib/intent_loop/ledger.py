@@ -1,0 +1,463 @@
+"""The hash-chained ledger: event sealing, verification, the read path and locked transactions.
+
+Each line of `ledger.jsonl` is one canonical JSON event; `event_hash` is the SHA-256 of the
+canonical event without `event_hash`, and `prev_hash` chains the project's events. Derived
+state (a caller-supplied reducer folded over the events) is cached in `cache/` with the
+verified checkpoint, so a call only verifies the lines appended since that checkpoint.
+"""
+import os
+import time
+
+from intent_loop import checkpoint, paths as paths_mod
+from intent_loop.atomic import replace_atomically
+from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.lock import ProjectLock
+
+SCHEMA_VERSION = 1
+ENVELOPE_KEYS = frozenset((
+    "schema_version", "event_id", "event_type", "project_id", "task_id", "occurred_at",
+    "actor", "request_id", "payload", "prev_hash", "event_hash",
+))
+ACTORS = ("user", "agent", "evidence", "system")
+_REQUEST_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@-")
+_HASH_FIELD = b',"event_hash":"'
+_HASH_FIELD_LEN = len(_HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the closing quote
+
+
+def new_uuid4():
+    """A random RFC 4122 version-4 UUID string (os.urandom; `import uuid` costs ~18 ms)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return format_uuid(bytes(raw))
+
+
+def format_uuid(raw16):
+    h = raw16.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def is_uuid(value):
+    if not isinstance(value, str) or len(value) != 36:
+        return False
+    parts = value.split("-")
+    if [len(p) for p in parts] != [8, 4, 4, 4, 12]:
+        return False
+    return all(c in "0123456789abcdef" for c in value.replace("-", ""))
+
+
+def rfc3339_utc(epoch):
+    """RFC 3339 UTC with milliseconds and `Z`, e.g. 2026-11-30T07:02:50.123Z."""
+    whole = int(epoch)
+    millis = int((epoch - whole) * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def check_request_id(request_id):
+    if (not isinstance(request_id, str) or not 1 <= len(request_id) <= 200
+            or not _REQUEST_ID_CHARS.issuperset(request_id)):
+        raise IntentLoopError(
+            ErrorCode.INVALID_REQUEST_ID,
+            "a request id is 1-200 characters of A-Z a-z 0-9 _ . : @ -",
+        )
+
+
+def request_fingerprint(operation, params):
+    """SHA-256 over the operation and its normalized parameters (never a raw body)."""
+    return sha256_hex(canonical_bytes({"operation": operation, "params": params}))
+
+
+class Draft:
+    """An event before sealing: what the domain wants recorded."""
+
+    __slots__ = ("event_type", "task_id", "actor", "payload")
+
+    def __init__(self, event_type, task_id, actor, payload):
+        self.event_type = event_type
+        self.task_id = task_id
+        self.actor = actor
+        self.payload = payload
+
+
+def seal(draft, *, project_id, request_id, prev_hash, occurred_at):
+    """Turn a draft into a sealed event dict and its ledger line (bytes with LF)."""
+    if draft.actor not in ACTORS:
+        raise IntentLoopError(ErrorCode.INVALID_EVENT, f"unknown actor {draft.actor!r}")
+    event = {
+        "schema_version": SCHEMA_VERSION,
+        "event_id": new_uuid4(),
+        "event_type": draft.event_type,
+        "project_id": project_id,
+        "task_id": draft.task_id,
+        "occurred_at": occurred_at,
+        "actor": draft.actor,
+        "request_id": request_id,
+        "payload": draft.payload,
+        "prev_hash": prev_hash,
+    }
+    event["event_hash"] = sha256_hex(canonical_bytes(event))
+    return event, canonical_bytes(event) + b"\n"
+
+
+def _malformed(line_no, why):
+    return IntentLoopError(ErrorCode.LEDGER_MALFORMED, f"line {line_no}: {why}; run `intent-loop recover`", line=line_no)
+
+
+def check_line(line, *, line_no, project_id, prev_hash):
+    """Verify one ledger line (bytes without LF) against the chain; return the event dict."""
+    try:
+        event = loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _malformed(line_no, "not valid UTF-8 JSON") from None
+    if not isinstance(event, dict):
+        raise _malformed(line_no, "not a JSON object")
+    version = event.get("schema_version")
+    if type(version) is int and version > SCHEMA_VERSION:
+        raise IntentLoopError(
+            ErrorCode.FUTURE_SCHEMA,
+            f"line {line_no} uses schema {version}; upgrade intent-loop to read it",
+            line=line_no,
+        )
+    if type(version) is not int or version != SCHEMA_VERSION or event.keys() != ENVELOPE_KEYS:
+        raise _malformed(line_no, "the envelope does not have exactly the schema-1 fields")
+    _check_envelope_types(event, line_no)
+    if event["project_id"] != project_id:
+        raise IntentLoopError(ErrorCode.FOREIGN_PROJECT, f"line {line_no} belongs to another project", line=line_no)
+    if canonical_bytes(event) != line:
+        raise _malformed(line_no, "not in canonical JSON form")
+    start = 11 + len(event["actor"])  # len('{"actor":"') + actor + closing quote
+    if line[start : start + len(_HASH_FIELD)] != _HASH_FIELD:  # pragma: no cover - canonical order
+        raise _malformed(line_no, "event_hash is not where canonical order puts it")
+    if sha256_hex(line[:start] + line[start + _HASH_FIELD_LEN :]) != event["event_hash"]:
+        raise IntentLoopError(ErrorCode.LEDGER_HASH_MISMATCH, f"line {line_no}: event_hash does not match its content", line=line_no)
+    if event["prev_hash"] != prev_hash:
+        raise IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN, f"line {line_no}: prev_hash breaks the chain", line=line_no)
+    return event
+
+
+def _check_envelope_types(event, line_no):
+    ok = (
+        is_uuid(event["event_id"])
+        and isinstance(event["event_type"], str) and event["event_type"]
+        and isinstance(event["project_id"], str)
+        and (event["task_id"] is None or is_uuid(event["task_id"]))
+        and isinstance(event["occurred_at"], str) and event["occurred_at"].endswith("Z")
+        and event["actor"] in ACTORS
+        and isinstance(event["request_id"], str)
+        and isinstance(event["payload"], dict)
+        and (event["prev_hash"] is None or _is_hex64(event["prev_hash"]))
+        and _is_hex64(event["event_hash"])
+    )
+    if not ok:
+        raise _malformed(line_no, "an envelope field has the wrong type or shape")
+
+
+def _is_hex64(value):
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+class Verified:
+    """The verified state of a ledger prefix: checkpoint plus the reducer's folded state."""
+
+    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail")
+
+    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0):
+        self.size = size
+        self.count = count
+        self.last_hash = last_hash
+        self.last_line_start = last_line_start
+        self.state = state
+        self.torn_tail = torn_tail  # bytes after the last LF (a crashed appender's partial line)
+
+
+def fold_lines(data, verified, reducer, *, project_id, on_progress=None):
+    """Verify and fold every complete line of `data` after `verified.size`; mutates `verified`."""
+    offset = verified.size
+    end = data.rfind(b"\n") + 1
+    line_no = verified.count
+    while offset < end:
+        stop = data.index(b"\n", offset)
+        line_no += 1
+        event = check_line(data[offset:stop], line_no=line_no, project_id=project_id, prev_hash=verified.last_hash)
+        reducer.apply(verified.state, event)
+        verified.last_line_start = offset
+        verified.last_hash = event["event_hash"]
+        offset = stop + 1
+        if on_progress is not None and line_no % 1000 == 0:
+            on_progress(offset, len(data))
+    verified.count = line_no
+    verified.size = max(end, verified.size)
+    verified.torn_tail = len(data) - verified.size
+    return verified
+
+
+def _empty(reducer):
+    return Verified(0, 0, None, 0, reducer.initial())
+
+
+def _read_ledger(paths):
+    """The ledger's bytes and stat, or (None, None) when absent; refuses unsafe files."""
+    st = paths_mod.check_regular_file(paths.ledger)
+    if st is None:
+        return None, None
+    fd = os.open(paths.ledger, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fst = os.fstat(fd)
+        if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev):
+            raise paths_mod.unsafe(paths.ledger, "the ledger was swapped while opening it")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks), fst
+
+
+def is_project_present(paths):
+    """True when the project directory exists (never creates anything; refuses links)."""
+    if not paths_mod.check_real_directory(os.path.join(paths.data_root, "projects")):
+        return False
+    return paths_mod.check_real_directory(paths.dir)
+
+
+def load_verified(paths, reducer, *, write_cache=True):
+    """The verified state of the project's ledger (read path: creates nothing but the cache)."""
+    if not is_project_present(paths):
+        return _empty(reducer)
+    st = paths_mod.check_regular_file(paths.ledger)
+    if st is None:
+        return _empty(reducer)
+    cached = checkpoint.load(paths, reducer)
+    if cached is not None and checkpoint.is_current(cached, st) and checkpoint.last_line_matches(paths, cached):
+        return cached.verified
+    data, st = _read_ledger(paths)
+    verified = _resume_point(data, cached, reducer)
+    fold_lines(data, verified, reducer, project_id=paths.project_id)
+    if write_cache:
+        checkpoint.save(paths, reducer, verified, st)
+    return verified
+
+
+def _resume_point(data, cached, reducer):
+    """Resume from the cached checkpoint when its last line is still in place, else from zero."""
+    if cached is not None:
+        v = cached.verified
+        if v.size <= len(data) and checkpoint.line_hash_at(data, v.last_line_start, v.size) == v.last_hash:
+            return v
+    return _empty(reducer)
+
+
+def verify_all(paths, reducer, *, on_progress=None):
+    """Full verification from the first byte, ignoring the cache. Returns Verified or raises."""
+    data, _st = _read_ledger(paths) if is_project_present(paths) else (None, None)
+    verified = _empty(reducer)
+    if data:
+        fold_lines(data, verified, reducer, project_id=paths.project_id, on_progress=on_progress)
+    return verified
+
+
+def find_request(data, request_id, *, project_id):
+    """Events already recorded under `request_id`, as a list (empty when none).
+
+    A byte search over the canonical ledger: `"request_id":"<id>"` can only occur as the
+    envelope field (ids need no escaping and payloads never use that key), and the search runs
+    at memchr speed over bytes the transaction has in memory for the rewrite anyway, so no
+    separate index can drift from the ledger.
+    """
+    needle = b'"request_id":"' + request_id.encode() + b'"'
+    start = data.find(needle)
+    if start < 0:
+        return []
+    line_start = data.rfind(b"\n", 0, start) + 1
+    events = []
+    while line_start < len(data):
+        stop = data.find(b"\n", line_start)
+        if stop < 0:
+            break
+        event = loads(data[line_start:stop])
+        if event.get("request_id") != request_id:
+            break
+        events.append(event)
+        line_start = stop + 1
+    return events
+
+
+class Transaction:
+    """A locked mutation of one project: `with Transaction(paths, reducer, deadline=d) as tx:`.
+
+    Entering takes the project lock, removes residue of killed processes, verifies the ledger
+    from the cached checkpoint and quarantines a torn tail. `append` durably adds events.
+    """
+
+    def __init__(self, paths, reducer, *, deadline, _now=time.time):
+        self.paths = paths
+        self.reducer = reducer
+        self.deadline = deadline
+        self._now = _now
+        self.lock = None
+        self.data = b""
+        self.verified = None
+        self.durability_uncertain = False
+
+    @property
+    def state(self):
+        return self.verified.state
+
+    def __enter__(self):
+        paths_mod.ensure_project_layout(self.paths)
+        self.lock = ProjectLock(self.paths.dir, deadline=self.deadline)
+        self.lock.acquire()
+        try:
+            self._prepare()
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info):
+        self.lock.release()
+
+    def _prepare(self):
+        self.lock.clean_residue()
+        _remove_orphan_temps(self.paths)
+        data, _st = _read_ledger(self.paths)
+        self.data = data or b""
+        cached = checkpoint.load(self.paths, self.reducer)
+        self.verified = fold_lines(self.data, _resume_point(self.data, cached, self.reducer),
+                                   self.reducer, project_id=self.paths.project_id)
+        if self.verified.torn_tail:
+            self._quarantine_torn_tail()
+        self.lock.heartbeat()
+
+    def _quarantine_torn_tail(self):
+        """Summarize the partial last line by length and digest only, then cut it off durably."""
+        tail = self.data[self.verified.size :]
+        record = {
+            "kind": "torn_tail",
+            "byte_length": len(tail),
+            "sha256": sha256_hex(tail),
+            "offset": self.verified.size,
+            "detected_at": rfc3339_utc(self._now()),
+        }
+        name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.urandom(4).hex()}-torn-tail.json"
+        replace_atomically(os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
+        self.data = self.data[: self.verified.size]
+        replace_atomically(self.paths.ledger, self.data)
+        self.verified.torn_tail = 0
+        self._save_cache()
+
+    def find_request(self, request_id):
+        return find_request(self.data, request_id, project_id=self.paths.project_id)
+
+    def check_deadline(self):
+        if time.monotonic() >= self.deadline:
+            raise IntentLoopError(ErrorCode.DEADLINE_EXCEEDED, "ran out of time before writing; nothing was changed, retry")
+
+    def append(self, drafts, *, request_id, fingerprint):
+        """Seal and durably append `drafts` (one request); returns the sealed events."""
+        check_request_id(request_id)
+        if not drafts:
+            return []
+        occurred_at = rfc3339_utc(self._now())
+        prev = self.verified.last_hash
+        events, lines = [], []
+        for index, draft in enumerate(drafts):
+            if index == 0:
+                draft.payload = dict(draft.payload, request_fingerprint=fingerprint)
+            event, line = seal(draft, project_id=self.paths.project_id, request_id=request_id,
+                               prev_hash=prev, occurred_at=occurred_at)
+            prev = event["event_hash"]
+            events.append(event)
+            lines.append(line)
+        new_data = self.data + b"".join(lines)
+        self.check_deadline()
+        self.lock.heartbeat()
+        try:
+            replace_atomically(self.paths.ledger, new_data)
+        except IntentLoopError as exc:
+            if exc.code != ErrorCode.DURABILITY_UNCERTAIN:
+                raise
+            self.durability_uncertain = True
+        self._advance(new_data, events, len(self.data))
+        if self.durability_uncertain:
+            raise IntentLoopError(
+                ErrorCode.DURABILITY_UNCERTAIN,
+                "the events were written but the directory sync failed; a retry with the same request id returns them",
+            )
+        return events
+
+    def _advance(self, new_data, events, first_offset):
+        offset = first_offset
+        for event in events:
+            self.reducer.apply(self.verified.state, event)
+            self.verified.last_line_start = offset
+            offset = new_data.index(b"\n", offset) + 1
+        self.verified.size = len(new_data)
+        self.verified.count += len(events)
+        self.verified.last_hash = events[-1]["event_hash"]
+        self.data = new_data
+        self._save_cache()
+
+    def _save_cache(self):
+        st = paths_mod.check_regular_file(self.paths.ledger)
+        if st is not None:
+            checkpoint.save(self.paths, self.reducer, self.verified, st)
+
+    def replace_ledger(self, new_data, *, expect_count):
+        """Rewrite the whole ledger (deletion, recovery): verify `new_data` fully first."""
+        fresh = _empty(self.reducer)
+        fold_lines(new_data, fresh, self.reducer, project_id=self.paths.project_id)
+        if fresh.count != expect_count or fresh.torn_tail:
+            raise IntentLoopError(ErrorCode.INVALID_EVENT, "the rewritten ledger did not verify; nothing was replaced")
+        self.check_deadline()
+        replace_atomically(self.paths.ledger, new_data)
+        self.data = new_data
+        self.verified = fresh
+        self._save_cache()
+
+
+def _remove_orphan_temps(paths):
+    """Remove strictly named temp files that killed writers left (we hold the lock)."""
+    from intent_loop.atomic import is_temp_name_for
+
+    for directory in (paths.dir, paths.private_dir, paths.cache_dir):
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            continue
+        for name in names:
+            targets = ("ledger.jsonl",) if directory == paths.dir else (name.split(".", 1)[0] + ".json",)
+            if any(is_temp_name_for(name, t) for t in targets):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                except OSError:
+                    pass
+
+
+def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None):
+    """One locked, idempotent mutation.
+
+    `plan(state) -> list[Draft]` decides the events from the verified state. An exact retry
+    (same request id and fingerprint) returns the stored events and appends nothing; the same
+    id with other parameters fails REQUEST_ID_REUSED. Returns (events, replayed).
+    `after_commit(tx, events)` runs while the lock is still held (the Guard file is written there).
+    """
+    check_request_id(request_id)
+    fingerprint = request_fingerprint(operation, params)
+    with Transaction(paths, reducer, deadline=deadline) as tx:
+        stored = tx.find_request(request_id)
+        if stored:
+            if stored[0]["payload"].get("request_fingerprint") != fingerprint:
+                raise IntentLoopError(
+                    ErrorCode.REQUEST_ID_REUSED,
+                    f"request id {request_id!r} was already used for a different operation; use a new id",
+                )
+            return stored, True
+        events = tx.append(plan(tx.state), request_id=request_id, fingerprint=fingerprint)
+        if after_commit is not None:
+            after_commit(tx, events)
+        return events, False

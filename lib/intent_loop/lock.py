@@ -1,0 +1,259 @@
+"""The exclusive project lock: a `ledger.lock/` directory whose owner record is kernel-locked.
+
+Protocol (why each step exists):
+- A contender prepares `ledger.lock.<token>.tmp/` holding a complete, fsynced `owner.json` on
+  which it already holds an exclusive flock, then renames it to `ledger.lock/`. So no lock
+  directory ever exists without an owner, and the holder's liveness is provable: the kernel
+  drops the flock the instant the holder dies, however it dies (SIGKILL included).
+- Every transition of `ledger.lock/` (install, reclaim, release) happens while holding a short
+  flock on the project directory itself (the "gate"). Between our own processes that makes
+  "judge the holder dead, then move its directory away" atomic, so a live holder is never robbed.
+- Reclaimed and released directories are renamed to `ledger.lock.<token>.reclaimed/` and
+  `.released/` (the markers) before removal; leftovers are cleaned under the lock later.
+- Waiters give up at their own deadline, and earlier if a live holder shows no heartbeat for
+  `silent_after` seconds.
+"""
+import os
+import time
+
+from intent_loop import _platform
+from intent_loop.atomic import write_all
+from intent_loop.canonical import dumps, loads
+from intent_loop.errors import ErrorCode, IntentLoopError
+
+OWNER_FILE = "owner.json"
+OWNERLESS_GRACE = 2.0  # an owner-less lock (left by an older writer) is dead after this long
+SILENT_AFTER = 30.0  # a live holder silent this long makes waiters give up (never robbed)
+_RESIDUE_SUFFIXES = (".tmp", ".reclaimed", ".released")
+
+
+class ProjectLock:
+    """Held from acquire() to release(); use as `with ProjectLock(dir, deadline=...) as lock:`."""
+
+    def __init__(self, project_dir, *, deadline, silent_after=SILENT_AFTER, _sleep=time.sleep):
+        self.project_dir = project_dir
+        self.lock_dir = os.path.join(project_dir, "ledger.lock")
+        self.deadline = deadline
+        self.silent_after = silent_after
+        self.token = os.urandom(16).hex()
+        self._owner_fd = None
+        self._sleep = _sleep
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
+
+    # -- acquiring -------------------------------------------------------------------------
+    def acquire(self):
+        prepared = self._prepare()
+        watched = None  # (token, heartbeat) of the live holder we are waiting behind
+        watched_since = time.monotonic()
+        pause = 0.001
+        while True:
+            with _Gate(self.project_dir, self.deadline):
+                holder = self._inspect_holder()
+                if holder is None:
+                    if not os.path.isdir(prepared):  # cleaned away by a reclaimer; prepare again
+                        self._close_owner()
+                        prepared = self._prepare()
+                    os.rename(prepared, self.lock_dir)
+                    return
+                if holder["dead"]:
+                    self._reclaim(holder)
+                    continue
+            progress = (holder.get("token"), holder.get("heartbeat"))
+            now = time.monotonic()
+            if progress != watched:
+                watched, watched_since = progress, now
+            elif now - watched_since > self.silent_after:
+                self._abandon(prepared)
+                raise IntentLoopError(
+                    ErrorCode.LOCK_TIMEOUT,
+                    f"the project lock is held by live process {holder.get('pid')}, silent for "
+                    f"{now - watched_since:.0f}s; it was not taken from it. Check that process, then retry",
+                )
+            if now >= self.deadline:
+                self._abandon(prepared)
+                raise IntentLoopError(
+                    ErrorCode.LOCK_TIMEOUT,
+                    f"the project lock stayed busy (holder pid {holder.get('pid')}) until the deadline; retry",
+                )
+            self._sleep(min(pause, max(0.0, self.deadline - now)))
+            pause = min(pause * 2, 0.02)
+
+    def _prepare(self):
+        """Create `ledger.lock.<token>.tmp/owner.json`, flocked and fsynced, ready to rename."""
+        prepared = f"{self.lock_dir}.{self.token}.tmp"
+        os.mkdir(prepared, 0o700)
+        owner_path = os.path.join(prepared, OWNER_FILE)
+        fd = os.open(owner_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        if not _platform.try_lock_exclusive(fd):  # pragma: no cover - a brand-new file
+            os.close(fd)
+            raise IntentLoopError(ErrorCode.LOCK_CONFLICT, "could not lock a fresh owner record")
+        record = {
+            "pid": os.getpid(),
+            "token": self.token,
+            "process_start": _platform.process_start_time(os.getpid()),
+            "acquired_at": time.time(),
+        }
+        write_all(fd, dumps(record).encode())
+        _platform.fsync_file(fd)
+        self._owner_fd = fd
+        return prepared
+
+    def _inspect_holder(self):
+        """None when free; else a dict with `dead` (provably) and what is known of the holder."""
+        try:
+            st = os.lstat(self.lock_dir)
+        except FileNotFoundError:
+            return None
+        if not os.path.isdir(self.lock_dir) or os.path.islink(self.lock_dir):
+            raise IntentLoopError(ErrorCode.UNSAFE_PATH, f"{self.lock_dir} is not a lock directory; remove it by hand")
+        owner_path = os.path.join(self.lock_dir, OWNER_FILE)
+        try:
+            fd = os.open(owner_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return {"dead": time.time() - st.st_mtime > OWNERLESS_GRACE, "ownerless": True, "ino": st.st_ino}
+        try:
+            held = _platform.is_kernel_lock_held(fd)
+            owner_st = os.fstat(fd)
+            try:
+                record = loads(os.read(fd, 4096))
+            except ValueError:
+                record = {}
+        finally:
+            os.close(fd)
+        record = record if isinstance(record, dict) else {}
+        record.update(ino=st.st_ino, heartbeat=owner_st.st_mtime_ns, dead=not held or _is_pid_gone(record))
+        return record
+
+    def _reclaim(self, holder):
+        """Move a provably dead holder's directory aside (under the gate) and remove it."""
+        marker = f"{self.lock_dir}.{self.token}.reclaimed"
+        os.rename(self.lock_dir, marker)
+        if os.lstat(marker).st_ino != holder["ino"]:
+            # Someone swapped the directory between inspection and rename: not ours to delete.
+            if not os.path.exists(self.lock_dir):
+                os.rename(marker, self.lock_dir)
+            raise IntentLoopError(ErrorCode.LOCK_CONFLICT, "the lock directory changed during reclaim; retry")
+        remove_lock_tree(marker)
+
+    def _abandon(self, prepared):
+        self._close_owner()
+        remove_lock_tree(prepared)
+
+    def _close_owner(self):
+        if self._owner_fd is not None:
+            os.close(self._owner_fd)
+            self._owner_fd = None
+
+    # -- holding -----------------------------------------------------------------------------
+    def heartbeat(self):
+        """Show waiters we are making progress (touch the owner record)."""
+        if self._owner_fd is not None:
+            os.utime(self._owner_fd)
+
+    def is_held(self):
+        """True when `ledger.lock/owner.json` is still our own record."""
+        if self._owner_fd is None:
+            return False
+        try:
+            current = os.stat(os.path.join(self.lock_dir, OWNER_FILE), follow_symlinks=False)
+        except OSError:
+            return False
+        mine = os.fstat(self._owner_fd)
+        return (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev)
+
+    def release(self):
+        """Give the lock back. Never raises: the guarded work is already durable or rolled back."""
+        if self._owner_fd is None:
+            return
+        marker = f"{self.lock_dir}.{self.token}.released"
+        try:
+            with _Gate(self.project_dir, time.monotonic() + 5.0):
+                if self.is_held():
+                    os.rename(self.lock_dir, marker)
+        except (OSError, IntentLoopError):
+            pass
+        finally:
+            self._close_owner()
+        remove_lock_tree(marker)
+
+    def clean_residue(self):
+        """Remove lock temporaries and markers left by killed processes (call while holding)."""
+        directory = self.project_dir
+        base = os.path.basename(self.lock_dir) + "."
+        for name in os.listdir(directory):
+            if not name.startswith(base) or not name.endswith(_RESIDUE_SUFFIXES):
+                continue
+            path = os.path.join(directory, name)
+            if name.endswith(".tmp") and _is_being_prepared(path):
+                continue  # another waiter's prepared directory
+            remove_lock_tree(path)
+
+
+class _Gate:
+    """A short kernel lock on the project directory that serializes lock-directory transitions."""
+
+    def __init__(self, project_dir, deadline):
+        self.project_dir = project_dir
+        self.deadline = deadline
+        self.fd = None
+
+    def __enter__(self):
+        self.fd = os.open(self.project_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        while not _platform.try_lock_exclusive(self.fd):
+            if time.monotonic() >= self.deadline:
+                os.close(self.fd)
+                raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "the project lock gate stayed busy until the deadline; retry")
+            time.sleep(0.0005)
+        return self
+
+    def __exit__(self, *exc_info):
+        os.close(self.fd)  # closing drops the flock
+
+
+def _is_pid_gone(record):
+    pid = record.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if not _platform.is_process_alive(pid):
+        return True
+    recorded = record.get("process_start")
+    current = _platform.process_start_time(pid)
+    return recorded is not None and current is not None and recorded != current
+
+
+def _is_being_prepared(path):
+    owner = os.path.join(path, OWNER_FILE)
+    try:
+        fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        try:
+            return time.time() - os.lstat(path).st_mtime <= OWNERLESS_GRACE
+        except OSError:
+            return False
+    try:
+        return _platform.is_kernel_lock_held(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_lock_tree(path, *, attempts=3):
+    """Remove a lock directory (flat: it only ever holds owner.json) with bounded retries."""
+    for _ in range(attempts):
+        try:
+            if os.path.islink(path):
+                os.unlink(path)
+                return
+            for name in os.listdir(path):
+                os.unlink(os.path.join(path, name))
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.001)

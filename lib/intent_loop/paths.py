@@ -1,0 +1,171 @@
+"""Where data lives: the data root, project identity, the project directory layout, path safety."""
+import os
+import stat
+
+from intent_loop import _platform
+from intent_loop.canonical import sha256_hex
+from intent_loop.errors import ErrorCode, IntentLoopError
+
+PROJECT_ID_DOMAIN = b"intent-loop-project-v1\x00"
+ROOT_SUFFIX = ("plugin-data", "intent-loop", "v1")
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def _codex_home_from_plugin_data(plugin_data):
+    """Codex sets PLUGIN_DATA to <codex-home>/plugins/data/<plugin>; return <codex-home> or None."""
+    parts = os.path.normpath(plugin_data).rsplit(os.sep, 3)
+    if len(parts) == 4 and parts[1] == "plugins" and parts[2] == "data" and parts[3] and parts[0]:
+        return parts[0]
+    return None
+
+
+def _codex_home_from_executable(executable):
+    """An executable inside <codex-home>/plugins/cache/... names the Codex home it belongs to."""
+    marker = os.sep + os.path.join("plugins", "cache") + os.sep
+    path = os.path.abspath(executable)
+    index = path.find(marker)
+    return path[:index] if index > 0 else None
+
+
+def resolve_data_root(env, *, executable=None, home=None):
+    """Return (data_root, how_chosen) following the documented order, or raise DATA_DIR_REQUIRED.
+
+    The order extends the seed's (override, CODEX_HOME, PLUGIN_DATA, cache layout) with
+    `~/.codex` when it exists: Codex does not export CODEX_HOME to hooks, so without this
+    step the hooks and the command line would disagree about where data lives.
+    """
+    explicit = env.get("INTENT_LOOP_DATA_DIR")
+    if explicit:
+        if not os.path.isabs(explicit):
+            raise IntentLoopError(
+                ErrorCode.DATA_DIR_REQUIRED,
+                f"INTENT_LOOP_DATA_DIR must be an absolute path, got {explicit!r}",
+            )
+        return os.path.normpath(explicit), "INTENT_LOOP_DATA_DIR"
+    codex_home = env.get("CODEX_HOME")
+    if codex_home and os.path.isabs(codex_home):
+        return os.path.join(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
+    plugin_data = env.get("PLUGIN_DATA")
+    if plugin_data and os.path.isabs(plugin_data):
+        inferred = _codex_home_from_plugin_data(plugin_data)
+        if inferred:
+            return os.path.join(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
+        return os.path.join(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA"
+    if executable:
+        inferred = _codex_home_from_executable(executable)
+        if inferred:
+            return os.path.join(inferred, *ROOT_SUFFIX), "plugin cache path"
+    home = home if home is not None else env.get("HOME")
+    if home and os.path.isabs(home) and os.path.isdir(os.path.join(home, ".codex")):
+        return os.path.join(home, ".codex", *ROOT_SUFFIX), "~/.codex"
+    raise IntentLoopError(
+        ErrorCode.DATA_DIR_REQUIRED,
+        "no data directory: set CODEX_HOME (or INTENT_LOOP_DATA_DIR) to an absolute path, "
+        "or create ~/.codex",
+    )
+
+
+def canonical_project_root(path):
+    """The realpath of an absolute, existing, local directory (the hook payload's cwd)."""
+    if not isinstance(path, str) or not path:
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "the project directory is missing")
+    if not _platform.is_local_path_syntax(path):
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "UNC and device paths are not supported")
+    if not os.path.isabs(path):
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, f"the project directory must be absolute: {path!r}")
+    real = os.path.realpath(path)
+    if not os.path.isdir(real):
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, f"not an existing directory: {path!r}")
+    return _platform.canonical_case(real)
+
+
+def project_id_for(canonical_root):
+    try:
+        encoded = canonical_root.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "the project path is not valid UTF-8") from exc
+    return sha256_hex(PROJECT_ID_DOMAIN + encoded)
+
+
+class ProjectPaths:
+    """The fixed layout of one project's directory under the data root."""
+
+    __slots__ = ("data_root", "project_id", "root", "dir", "ledger", "lock_dir", "private_dir",
+                 "quarantine_dir", "cache_dir")
+
+    def __init__(self, data_root, project_id, project_root=None):
+        self.data_root = data_root
+        self.project_id = project_id
+        self.root = project_root
+        self.dir = os.path.join(data_root, "projects", project_id)
+        self.ledger = os.path.join(self.dir, "ledger.jsonl")
+        self.lock_dir = os.path.join(self.dir, "ledger.lock")
+        self.private_dir = os.path.join(self.dir, "private-sessions")
+        self.quarantine_dir = os.path.join(self.dir, "quarantine")
+        self.cache_dir = os.path.join(self.dir, "cache")
+
+
+def project_paths(data_root, cwd):
+    root = canonical_project_root(cwd)
+    return ProjectPaths(data_root, project_id_for(root), root)
+
+
+def unsafe(path, why):
+    return IntentLoopError(ErrorCode.UNSAFE_PATH, f"refusing {path}: {why}; inspect it and remove it by hand")
+
+
+def check_real_directory(path):
+    """True if `path` is a real directory, False if missing; UNSAFE_PATH for links and the rest."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        raise unsafe(path, "a symbolic link or non-directory stands where a directory belongs")
+    return True
+
+
+def check_regular_file(path):
+    """Return the lstat of a single-linked regular file, None if missing; UNSAFE_PATH otherwise."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise unsafe(path, "a symbolic link, FIFO, device or directory stands where a data file belongs")
+    if st.st_nlink != 1:
+        raise unsafe(path, "the data file has other hard links")
+    return st
+
+
+def ensure_directory(path):
+    """Create a 0700 directory if missing; refuse symlinks and non-directories."""
+    if check_real_directory(path):
+        return
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise IntentLoopError(ErrorCode.WRITE_FAILED, f"cannot create {path}: {exc.strerror}") from exc
+    check_real_directory(path)
+
+
+def ensure_data_root(data_root):
+    """Create the data root (and parents) 0700; the root itself may be reached through links."""
+    try:
+        os.makedirs(data_root, DIR_MODE, exist_ok=True)
+    except OSError as exc:
+        raise IntentLoopError(ErrorCode.WRITE_FAILED, f"cannot create the data root {data_root}: {exc.strerror}") from exc
+    if not os.path.isdir(data_root):
+        raise unsafe(data_root, "the data root is not a directory")
+
+
+def ensure_project_layout(paths):
+    """Create the project directory tree for a mutation; every level below the root must be real."""
+    ensure_data_root(paths.data_root)
+    ensure_directory(os.path.join(paths.data_root, "projects"))
+    ensure_directory(paths.dir)
+    for sub in (paths.private_dir, paths.quarantine_dir, paths.cache_dir):
+        ensure_directory(sub)
