@@ -1,0 +1,11 @@
+"""Codex Stop hook: answers fail-open with the user's recorded intent where there is some."""
+from intent_loop.hook_handlers import stop
+from intent_loop.hook_runtime import run_hook
+
+
+def main():
+    run_hook("Stop", stop)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Find the data root from the environment; dependency-free so the launcher can embed it.
+
+build.py copies this module's source into each binary's /bin/sh launcher, which needs the
+data root to find the extracted runtime before anything else can be imported.
+"""
+import os
+
+ROOT_SUFFIX = ("plugin-data", "intent-loop", "v1")
+
+
+def _codex_home_from_plugin_data(plugin_data):
+    """Codex sets PLUGIN_DATA to <codex-home>/plugins/data/<plugin>; return <codex-home> or None."""
+    parts = os.path.normpath(plugin_data).rsplit(os.sep, 3)
+    if len(parts) == 4 and parts[1] == "plugins" and parts[2] == "data" and parts[3] and parts[0]:
+        return parts[0]
+    return None
+
+
+def _codex_home_from_executable(executable):
+    """An executable inside <codex-home>/plugins/cache/... names the Codex home it belongs to."""
+    marker = os.sep + os.path.join("plugins", "cache") + os.sep
+    path = os.path.abspath(executable)
+    index = path.find(marker)
+    return path[:index] if index > 0 else None
+
+
+def find_data_root(env, executable=None, home=None):
+    """(data_root, how_chosen), or None when nothing applies; ValueError for a relative override.
+
+    The order extends the seed's (override, CODEX_HOME, PLUGIN_DATA, cache layout) with
+    `~/.codex` when it exists: Codex does not export CODEX_HOME to hooks, so without this
+    step the hooks and the command line would disagree about where data lives.
+    """
+    explicit = env.get("INTENT_LOOP_DATA_DIR")
+    if explicit:
+        if not os.path.isabs(explicit):
+            raise ValueError(f"INTENT_LOOP_DATA_DIR must be an absolute path, got {explicit!r}")
+        return os.path.normpath(explicit), "INTENT_LOOP_DATA_DIR"
+    codex_home = env.get("CODEX_HOME")
+    if codex_home and os.path.isabs(codex_home):
+        return os.path.join(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
+    plugin_data = env.get("PLUGIN_DATA")
+    if plugin_data and os.path.isabs(plugin_data):
+        inferred = _codex_home_from_plugin_data(plugin_data)
+        if inferred:
+            return os.path.join(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
+        return os.path.join(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA"
+    if executable:
+        inferred = _codex_home_from_executable(executable)
+        if inferred:
+            return os.path.join(inferred, *ROOT_SUFFIX), "plugin cache path"
+    home = home if home is not None else env.get("HOME")
+    if home and os.path.isabs(home) and os.path.isdir(os.path.join(home, ".codex")):
+        return os.path.join(home, ".codex", *ROOT_SUFFIX), "~/.codex"
+    return None

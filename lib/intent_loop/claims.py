@@ -1,0 +1,133 @@
+"""Atomic claims: their fields, the legal role/status pairs, confidence and statement limits."""
+from intent_loop.errors import ErrorCode, IntentLoopError
+
+ROLES = ("user", "agent", "evidence", "system")
+STATUSES = ("explicit", "inferred", "evidence", "unknown", "disputed")
+SCOPES = ("task", "project", "long_term")
+FACETS = ("outcome", "success_signal", "failure_signal", "hard_constraint", "soft_constraint",
+          "tradeoff", "unknown", "result_feedback", "disagreement")
+SOURCE_KINDS = ("user_event", "agent_turn", "tool_result", "external_evidence", "explicit_import")
+# The only legal (epistemic_status -> role) pairs; explicit also demands a direct user event.
+ROLE_FOR_STATUS = {"explicit": "user", "inferred": "agent", "evidence": "evidence",
+                   "unknown": "agent", "disputed": "system"}
+MAX_STATEMENT = 500
+MAX_EXCERPT = 160
+MAX_OPAQUE_ID = 200
+CLAIM_KEYS = frozenset(("claim_id", "statement", "role", "epistemic_status", "source_ref", "scope",
+                        "confidence", "valid_from", "last_confirmed", "supersedes", "facets"))
+
+
+def _invalid(message):
+    return IntentLoopError(ErrorCode.INVALID_CLAIM, message)
+
+
+def check_statement(statement):
+    """Statements are redacted by the caller; here: a single line of 1-500 characters."""
+    if not isinstance(statement, str) or not statement.strip():
+        raise IntentLoopError(ErrorCode.INVALID_STATEMENT, "a claim statement must not be empty")
+    if "\n" in statement or "\r" in statement:
+        raise IntentLoopError(ErrorCode.INVALID_STATEMENT, "a claim statement is one line; split it into several claims")
+    if len(statement) > MAX_STATEMENT:
+        raise IntentLoopError(
+            ErrorCode.INVALID_STATEMENT,
+            f"a claim statement is at most {MAX_STATEMENT} characters (this one has {len(statement)}); "
+            "state one atomic fact per claim",
+        )
+
+
+def normalize_confidence(value):
+    """A number in [0, 1] with at most two decimals, in its shortest form (0, 1, 0.5, 0.75)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise IntentLoopError(ErrorCode.INVALID_CLAIM, "confidence must be a number between 0 and 1")
+    if not 0 <= value <= 1:
+        raise IntentLoopError(ErrorCode.INVALID_CLAIM, "confidence must be between 0 and 1")
+    hundredths = round(value * 100)
+    if abs(value * 100 - hundredths) > 1e-9:
+        raise IntentLoopError(ErrorCode.INVALID_CLAIM, "confidence has at most two decimals (e.g. 0.75)")
+    if hundredths % 100 == 0:
+        return hundredths // 100
+    return hundredths / 100
+
+
+def check_source_ref(source_ref):
+    if not isinstance(source_ref, dict) or source_ref.get("kind") not in SOURCE_KINDS:
+        raise _invalid(f"source_ref.kind must be one of {', '.join(SOURCE_KINDS)}")
+    if set(source_ref) - {"kind", "event_id", "sha256", "excerpt"}:
+        raise _invalid("source_ref has only kind, event_id, sha256 and excerpt")
+    event_id, digest = source_ref.get("event_id"), source_ref.get("sha256")
+    if event_id is None and digest is None:
+        raise _invalid("source_ref needs an event_id or a sha256")
+    if event_id is not None and not is_opaque_id(event_id):
+        raise _invalid("source_ref.event_id must be an opaque id of 1-200 printable characters")
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64
+                                   and all(c in "0123456789abcdef" for c in digest)):
+        raise _invalid("source_ref.sha256 must be 64 lowercase hex digits")
+    excerpt = source_ref.get("excerpt")
+    if excerpt is not None and (not isinstance(excerpt, str) or len(excerpt) > MAX_EXCERPT):
+        raise _invalid(f"source_ref.excerpt is at most {MAX_EXCERPT} characters")
+
+
+def is_opaque_id(value):
+    return (isinstance(value, str) and 1 <= len(value) <= MAX_OPAQUE_ID
+            and value.isprintable() and not any(c.isspace() for c in value))
+
+
+def check_claim(claim):
+    """Validate a complete claim dict against the schema-1 table; raises INVALID_* codes."""
+    if not isinstance(claim, dict) or set(claim) - CLAIM_KEYS or not {"claim_id", "statement", "role",
+                                                                      "epistemic_status", "source_ref",
+                                                                      "scope", "facets"} <= set(claim):
+        raise _invalid("a claim has exactly the schema-1 fields")
+    check_statement(claim["statement"])
+    status, role = claim["epistemic_status"], claim["role"]
+    if status not in STATUSES or role not in ROLES:
+        raise _invalid(f"unknown role {role!r} or epistemic_status {status!r}")
+    if ROLE_FOR_STATUS[status] != role:
+        raise _invalid(f"epistemic_status {status} goes with role {ROLE_FOR_STATUS[status]}, not {role}")
+    check_source_ref(claim["source_ref"])
+    if status == "explicit" and claim["source_ref"]["kind"] != "user_event":
+        raise _invalid("an explicit claim needs a direct user event as its source")
+    if status == "inferred":
+        if "confidence" not in claim:
+            raise _invalid("an inferred claim needs a confidence between 0 and 1")
+        if normalize_confidence(claim["confidence"]) != claim["confidence"]:
+            raise _invalid("confidence must be written in its shortest form (0, 1, 0.5, 0.75)")
+    elif claim.get("confidence") is not None:
+        raise _invalid("only inferred claims carry a confidence")
+    if claim["scope"] not in SCOPES:
+        raise _invalid(f"scope must be one of {', '.join(SCOPES)}")
+    facets = claim["facets"]
+    if not isinstance(facets, list) or not facets or any(f not in FACETS for f in facets) or len(set(facets)) != len(facets):
+        raise _invalid(f"facets: one or more distinct values of {', '.join(FACETS)}")
+    if not isinstance(claim.get("supersedes", []), list):
+        raise _invalid("supersedes is a list of claim ids")
+
+
+def new_claim(*, claim_id, statement, facets, scope, source_ref, valid_from, role="user",
+              epistemic_status="explicit", confidence=None, supersedes=()):
+    """Build and validate a claim dict (confidence normalized to its shortest form)."""
+    claim = {
+        "claim_id": claim_id,
+        "statement": statement,
+        "role": role,
+        "epistemic_status": epistemic_status,
+        "source_ref": source_ref,
+        "scope": scope,
+        "valid_from": valid_from,
+        "last_confirmed": None,
+        "supersedes": list(supersedes),
+        "facets": list(facets),
+    }
+    if confidence is not None:
+        claim["confidence"] = normalize_confidence(confidence)
+    check_claim(claim)
+    return claim
+
+
+def is_direct_user_explicit(claim):
+    return (claim["role"] == "user" and claim["epistemic_status"] == "explicit"
+            and claim["source_ref"]["kind"] == "user_event")
+
+
+def short_id(claim_id):
+    return claim_id[:8]

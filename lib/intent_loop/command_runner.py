@@ -1,0 +1,260 @@
+"""Run the `intent:` commands of one prompt (or one terminal call) as one locked mutation."""
+import time
+
+from intent_loop import private, provider, tasks
+from intent_loop.claims import short_id
+from intent_loop.commands import HELP_TEXT, Rejection, build_claim, verb_for_claim
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.ledger import mutate, rfc3339_utc
+from intent_loop.state import ProjectReducer, active_claims
+from intent_loop.views import hook_view
+
+REDUCER = ProjectReducer()
+PRIVATE_NOTICE = ("intent-loop: this session is private. Nothing from it is recorded and no stored "
+                  "intent is shown; `intent: on` ends private mode.")
+OFF_NOTICE = "intent-loop is off for this session's task; `intent: on` turns it back on."
+_PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
+                                "candidate_confirmed", "mode_set", "session_linked"))
+
+
+class Receipt:
+    """What happened to each command line, for the user (systemMessage) and the model (context)."""
+
+    __slots__ = ("lines", "rejected", "task_id", "notice", "show_view", "help", "events", "replayed", "publication")
+
+    def __init__(self):
+        self.lines = []
+        self.rejected = []
+        self.task_id = None
+        self.notice = None
+        self.show_view = False
+        self.help = False
+        self.events = []
+        self.replayed = False
+        self.publication = None
+
+    def projection_may_have_changed(self):
+        return any(e["event_type"] in _PROJECTION_EVENTS for e in self.events)
+
+
+def normalized(commands):
+    """The commands as plain data: the request fingerprint covers exactly this."""
+    out = []
+    for c in commands:
+        out.append([c.line, c.verb, getattr(c, "statement", None), getattr(c, "arg", None), getattr(c, "text", None)])
+    return out
+
+
+class _Runner:
+    """Applies commands to a Plan; each command either adds drafts or becomes a rejection."""
+
+    def __init__(self, plan, paths, *, session_hash, source_ref, request_id, receipt):
+        self.plan = plan
+        self.paths = paths
+        self.session_hash = session_hash
+        self.source_ref = source_ref
+        self.request_id = request_id
+        self.receipt = receipt
+        self.control = private.read_control(paths, session_hash)
+        self.control_change = None  # ("claim", task_id) | ("release", task_id)
+        self.started = 0
+
+    @property
+    def task_id(self):
+        return self.plan.state["sessions"].get(self.session_hash)
+
+    def run(self, command):
+        try:
+            getattr(self, "_" + command.verb.replace("-", "_"), self._claim)(command)
+        except IntentLoopError as exc:
+            self.receipt.rejected.append((command.line, command.verb, exc.code, exc.message))
+
+    def _new_task_id(self):
+        self.started += 1
+        return tasks.derived_task_id(self.paths.project_id, f"{self.request_id}#{self.started}")
+
+    def _is_private(self):
+        task = self.plan.state["tasks"].get(self.task_id)
+        return self.control is not None or (task is not None and task["mode"] == "private")
+
+    def _claim(self, command):
+        if self._is_private():
+            self.receipt.lines.append(f"line {command.line}: {command.verb} acknowledged, not recorded (private session)")
+            return
+        claim = tasks.user_claim(self.plan, statement=command.statement, facets=[command.facet],
+                                 scope=command.scope, source_ref=self.source_ref)
+        if self.task_id is None:
+            tasks.start_task(self.plan, task_id=self._new_task_id(), session_hash=self.session_hash,
+                             initial_claims=[claim])
+        else:
+            tasks.add_claim(self.plan, task_id=self.task_id, claim=claim)
+        self.receipt.lines.append(f"line {command.line}: recorded {command.verb} [{short_id(claim['claim_id'])}]")
+
+    def _show(self, command):
+        self.receipt.show_view = True
+
+    def _help(self, command):
+        self.receipt.help = True
+
+    def _new(self, command):
+        if self.control is not None:
+            self.control_change = ("release", self.control["task_id"])
+        task_id = tasks.start_task(self.plan, task_id=self._new_task_id(), label=command.arg,
+                                   session_hash=self.session_hash)
+        self.receipt.lines.append(f"line {command.line}: started task {task_id[:8]}")
+
+    def _resume(self, command):
+        newest = self.plan.state["last_change"]["task_id"]
+        if newest is None:
+            raise IntentLoopError(ErrorCode.NO_TASK, "this project has no task yet; `intent: goal ...` starts one")
+        tasks.link_session(self.plan, task_id=newest, session_hash=self.session_hash)
+        self.receipt.lines.append(f"line {command.line}: this session continues task {newest[:8]}")
+
+    def _linked_task(self):
+        if self.task_id is None:
+            raise IntentLoopError(ErrorCode.NO_TASK, "this session has no task yet; `intent: goal ...` starts one")
+        return self.plan.task(self.task_id)
+
+    def _drop(self, command):
+        task = self._linked_task()
+        claim_id = tasks.resolve_claim(task, command.arg)
+        tasks.invalidate_claim(self.plan, task_id=task["task_id"], claim_id=claim_id)
+        self.receipt.lines.append(f"line {command.line}: dropped [{claim_id[:8]}]")
+
+    def _replace(self, command):
+        task = self._linked_task()
+        old_id = tasks.resolve_claim(task, command.arg)
+        old = task["claims"][old_id]["claim"]
+        verb = verb_for_claim(old["statement"], old["facets"], old["scope"])
+        facet, scope, statement = build_claim(verb, command.text)
+        claim = tasks.user_claim(self.plan, statement=statement, facets=[facet], scope=scope, source_ref=self.source_ref)
+        tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
+        self.receipt.lines.append(f"line {command.line}: replaced [{old_id[:8]}] with [{short_id(claim['claim_id'])}]")
+
+    def _private(self, command):
+        task_id = self.task_id
+        task = self.plan.state["tasks"].get(task_id)
+        if task is None or task["claims"]:
+            task_id = tasks.start_task(self.plan, task_id=self._new_task_id(), mode="private",
+                                       session_hash=self.session_hash)
+        else:
+            tasks.set_mode(self.plan, task_id=task_id, mode="private")
+        self.control_change = ("claim", task_id)
+        self.receipt.lines.append(f"line {command.line}: private: nothing from this session is recorded until `intent: on`")
+
+    def _off(self, command):
+        if self.control is not None:
+            self.control_change = ("release", self.control["task_id"])
+        if self.task_id is None:
+            tasks.start_task(self.plan, task_id=self._new_task_id(), mode="off", session_hash=self.session_hash)
+        else:
+            tasks.set_mode(self.plan, task_id=self.task_id, mode="off")
+        self.receipt.lines.append(f"line {command.line}: off: intent-loop records and shows nothing for this task")
+
+    def _on(self, command):
+        if self.control is not None:
+            self.control_change = ("release", self.control["task_id"])
+        if self.task_id is None:
+            raise IntentLoopError(ErrorCode.NO_TASK, "this session has no task to turn on")
+        tasks.set_mode(self.plan, task_id=self.task_id, mode="on")
+        self.receipt.lines.append(f"line {command.line}: on: recording again")
+
+    def apply_control_change(self):
+        """Private control CAS or removal, in the same locked transaction as the events."""
+        if self.control_change is None:
+            return
+        action, task_id = self.control_change
+        if action == "claim":
+            private.claim_control(self.paths, session_hash=self.session_hash, task_id=task_id)
+        else:
+            private.release_control(self.paths, session_hash=self.session_hash, task_id=task_id)
+
+
+def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
+                 publish=True, observation=None, now=time.time):
+    """Run parsed commands (Rejections included) as one mutation; returns a Receipt.
+
+    With `observation` ({"char_count": n}) the same mutation also records the hash-only
+    `source_observed` when the session ends up linked to a task that is recording.
+    """
+    receipt = Receipt()
+    runnable = []
+    for command in commands:
+        if isinstance(command, Rejection):
+            receipt.rejected.append((command.line, command.verb, command.code, command.reason))
+        else:
+            runnable.append(command)
+    holder = {}
+
+    def plan(state):
+        the_plan = tasks.Plan(state, now=rfc3339_utc(now()))
+        runner = _Runner(the_plan, paths, session_hash=session_hash, source_ref=source_ref,
+                         request_id=request_id, receipt=receipt)
+        for command in runnable:
+            runner.run(command)
+        holder["runner"] = runner
+        task_id = runner.task_id
+        if observation is not None and task_id is not None and not runner._is_private() \
+                and runner.control_change is None and the_plan.state["tasks"][task_id]["mode"] == "on":
+            tasks.observe(the_plan, task_id=task_id, event_type="source_observed", session_hash=session_hash,
+                          source=source_ref, char_count=observation["char_count"], actor="user")
+        return the_plan.drafts
+
+    def after_commit(tx, events):
+        runner = holder.get("runner")
+        if runner is not None:
+            runner.apply_control_change()
+        receipt.events = events
+        if publish and receipt.projection_may_have_changed():
+            receipt.publication = refresh_quietly(tx, workspace=workspace, env=env)
+        _finish(receipt, tx.state, session_hash, paths)
+
+    if not runnable:
+        return receipt
+    events, replayed = mutate(paths, REDUCER, request_id=request_id, operation="commands",
+                              params={"session": session_hash, "commands": normalized(runnable)},
+                              plan=plan, deadline=deadline, after_commit=after_commit)
+    if replayed:
+        receipt.replayed = True
+        receipt.events = events
+        receipt.lines.append("these commands were already recorded (same prompt); nothing new was written")
+    return receipt
+
+
+def _finish(receipt, state, session_hash, paths):
+    receipt.task_id = state["sessions"].get(session_hash)
+    task = state["tasks"].get(receipt.task_id)
+    if private.read_control(paths, session_hash) is not None or (task and task["mode"] == "private"):
+        receipt.notice = PRIVATE_NOTICE
+    elif task is not None and task["mode"] == "off":
+        receipt.notice = OFF_NOTICE
+
+
+def refresh_quietly(tx, *, workspace, env):
+    """Refresh the Guard file; its failure never undoes the recorded commands."""
+    try:
+        return provider.refresh(tx, workspace=workspace, env=env)
+    except IntentLoopError as exc:
+        return {"action": "error", "reason": exc.message, "code": exc.code}
+    except OSError as exc:
+        return {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
+
+
+def session_context(state, paths, session_hash):
+    """(task_id, text) that hooks may show for a session: the hook view or a fixed notice."""
+    task_id = state["sessions"].get(session_hash)
+    if private.read_control(paths, session_hash) is not None:
+        return task_id, PRIVATE_NOTICE
+    task = state["tasks"].get(task_id)
+    if task is None:
+        return None, None
+    if task["mode"] == "private":
+        return task_id, PRIVATE_NOTICE
+    if task["mode"] == "off":
+        return task_id, OFF_NOTICE
+    if not active_claims(task):
+        return task_id, None
+    return task_id, hook_view(state, task_id)
+
+
+HELP = HELP_TEXT

@@ -1,0 +1,401 @@
+"""Guard 0.2.2's acceptance rules for a provider document, its snapshot hash and its bytes."""
+import time
+
+from intent_loop.canonical import canonical_bytes, dumps, loads, sha256_hex
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.rules import EVIDENCE_SOURCES, is_blank, rule_error, strip_guard_space
+
+MAX_DOCUMENT_BYTES = 262_144  # Guard: "contract exceeds the 256 KiB safety limit"
+SCHEMA_VERSION = "1.0"
+SOURCE = "user-intent-plugin"
+ENVELOPE_KEYS = (
+    "schema_version", "contract_ref", "contract_version", "source",
+    "source_message_refs", "snapshot_sha256", "updated_at",
+)
+PROJECTION_KEYS = (
+    "objective", "primary_object", "delivery_surface", "scope",
+    "must_and_must_not", "authorization", "completion_evidence",
+)
+_SECTIONS = {  # projection key -> (sub-keys, sub-keys whose items follow the rule grammar)
+    "scope": (("include", "exclude"), ()),
+    "must_and_must_not": (("must", "must_not"), ("must_not",)),
+    "authorization": (("allowed", "requires_user", "forbidden"), ("allowed", "requires_user", "forbidden")),
+}
+EVIDENCE_KEYS = ("requirement", "acceptable_sources")
+INIT_PLACEHOLDERS = (  # written by `efg init`; Guard refuses a contract that still holds one
+    "Replace with the exact user-requested outcome.",
+    "Replace with the primary object being changed or delivered.",
+    "Replace with non-negotiable requirements.",
+)
+_FOLDED_PLACEHOLDERS = tuple(sentence.casefold() for sentence in INIT_PLACEHOLDERS)
+_MAX_SAFE_INTEGER = 2**53 - 1  # Guard reads numbers as JS doubles; larger versions would round
+_HEX = "0123456789abcdef"
+_DIGITS = "0123456789"
+_UTF8_BOM = b"\xef\xbb\xbf"
+_EPOCH_MIN = -62_135_596_800  # 0001-01-01T00:00:00Z
+_EPOCH_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z: RFC 3339 years have four digits
+
+
+def projection_bytes(projection):
+    """The exact bytes Guard hashes: keys sorted, no whitespace, raw UTF-8, no final newline."""
+    return canonical_bytes(projection)
+
+
+def projection_sha256(projection):
+    return sha256_hex(projection_bytes(projection))
+
+
+def _child(path, key):
+    """`path.key`, or `path["odd key"]` when the key is not a plain name."""
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path or '$'}[{dumps(str(key))}]"
+
+
+def _type_name(value):
+    """The JSON type name, as a reader of the file would call it."""
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
+             int: "number", float: "number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _check_keys(value, path, allowed, errors):
+    """False (and one error) when `value` is not an object; otherwise flags missing and extra keys."""
+    if not isinstance(value, dict):
+        errors.append(f"{path or '$'}: must be an object, not {_type_name(value)}")
+        return False
+    for key in allowed:
+        if key not in value:
+            errors.append(f"{_child(path, key)}: required key is missing")
+    for key in value:
+        if key not in allowed:
+            errors.append(f"{_child(path, key)}: unsupported key (Guard allows no extra fields)")
+    return True
+
+
+def _text_error(value):
+    """Why `value` is not an acceptable non-empty string, or None."""
+    if not isinstance(value, str):
+        return f"must be a string, not {_type_name(value)}"
+    if is_blank(value):
+        return "must not be empty or whitespace-only"
+    if any("\ud800" <= char <= "\udfff" for char in value):
+        return "contains a lone surrogate; Guard would hash different bytes"
+    folded = value.casefold()
+    for sentence, folded_sentence in zip(INIT_PLACEHOLDERS, _FOLDED_PLACEHOLDERS):
+        if folded_sentence in folded:
+            return f"contains the efg init placeholder {sentence!r}; write the real content"
+    return None
+
+
+def _check_text(value, path, errors):
+    problem = _text_error(value)
+    if problem:
+        errors.append(f"{path}: {problem}")
+    return problem is None
+
+
+def _check_text_list(value, path, errors, *, min_items=0, rules=False):
+    if not isinstance(value, list):
+        errors.append(f"{path}: must be an array of strings, not {_type_name(value)}")
+        return
+    if len(value) < min_items:
+        errors.append(f"{path}: must hold at least {min_items} item(s)")
+    for index, item in enumerate(value):
+        item_path = f"{path}[{index}]"
+        if _check_text(item, item_path, errors) and rules:
+            problem = rule_error(item)
+            if problem:
+                errors.append(f"{item_path}: {problem}")
+
+
+def _check_unique(items, path, errors, *, normalize):
+    """Flags each repeat; `normalize` decides what counts as the same item."""
+    if not isinstance(items, list):
+        return
+    first_index = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, str) or is_blank(item):
+            continue  # reported as a bad item already
+        key = normalize(item)
+        if key in first_index:
+            errors.append(f"{path}[{index}]: duplicate of {path}[{first_index[key]}]")
+        else:
+            first_index[key] = index
+
+
+def _check_evidence_item(item, path, errors):
+    if not _check_keys(item, path, EVIDENCE_KEYS, errors):
+        return
+    if "requirement" in item:
+        _check_text(item["requirement"], f"{path}.requirement", errors)
+    if "acceptable_sources" not in item:
+        return
+    sources, sources_path = item["acceptable_sources"], f"{path}.acceptable_sources"
+    _check_text_list(sources, sources_path, errors, min_items=1)
+    if not isinstance(sources, list):
+        return
+    for index, source in enumerate(sources):
+        if isinstance(source, str) and not is_blank(source) and source not in EVIDENCE_SOURCES:
+            errors.append(f"{sources_path}[{index}]: unknown evidence source {source!r}; "
+                          f"use one of: {', '.join(EVIDENCE_SOURCES)}")
+    # Rejected though Guard may accept a repeat: conservative, and a repeat never adds meaning.
+    _check_unique(sources, sources_path, errors, normalize=str)
+
+
+def _check_completion_evidence(value, path, errors):
+    if not isinstance(value, list):
+        errors.append(f"{path}: must be an array of evidence items, not {_type_name(value)}")
+        return
+    if not value:
+        errors.append(f"{path}: must hold at least 1 item(s)")
+    for index, item in enumerate(value):
+        _check_evidence_item(item, f"{path}[{index}]", errors)
+
+
+def validate_projection(projection, *, path="projection"):
+    """Every reason Guard would refuse these seven fields, as "<json path>: <problem>" strings."""
+    errors = []
+    if not _check_keys(projection, path, PROJECTION_KEYS, errors):
+        return errors
+    for key in ("objective", "primary_object"):
+        if key in projection:
+            _check_text(projection[key], _child(path, key), errors)
+    if "delivery_surface" in projection:
+        surfaces, surfaces_path = projection["delivery_surface"], _child(path, "delivery_surface")
+        _check_text_list(surfaces, surfaces_path, errors, min_items=1)
+        _check_unique(surfaces, surfaces_path, errors, normalize=strip_guard_space)
+    for key, (sub_keys, rule_keys) in _SECTIONS.items():
+        section, section_path = projection.get(key), _child(path, key)
+        if key in projection and _check_keys(section, section_path, sub_keys, errors):
+            for sub_key in sub_keys:
+                if sub_key in section:
+                    _check_text_list(section[sub_key], _child(section_path, sub_key), errors,
+                                     rules=sub_key in rule_keys)
+    if "completion_evidence" in projection:
+        evidence_path = _child(path, "completion_evidence")
+        _check_completion_evidence(projection["completion_evidence"], evidence_path, errors)
+    return errors
+
+
+def validate_task_contract_lite(doc):
+    """A user's bare seven-field fallback file: the projection rules, paths from the top level."""
+    return validate_projection(doc, path="")
+
+
+def _check_contract_version(value, path, errors):
+    # bool is an int subclass and 4.0 is a float: neither is the JSON integer Guard asks for.
+    if type(value) is not int:
+        is_whole_float = isinstance(value, float) and value.is_integer()
+        hint = f" (write {int(value)}, not {value})" if is_whole_float else ""
+        errors.append(f"{path}: must be a JSON integer >= 1, not {_type_name(value)}{hint}")
+    elif not 1 <= value <= _MAX_SAFE_INTEGER:
+        errors.append(f"{path}: must be an integer from 1 to {_MAX_SAFE_INTEGER}")
+
+
+def _check_exact(value, path, expected, errors):
+    if not (isinstance(value, str) and value == expected):
+        errors.append(f"{path}: must be the string {expected!r}")
+
+
+def _check_snapshot(value, path, projection, errors):
+    if not (isinstance(value, str) and len(value) == 64 and all(char in _HEX for char in value)):
+        errors.append(f"{path}: must be 64 lowercase hex digits")
+        return
+    if not isinstance(projection, dict):  # already reported under projection; a hash adds nothing
+        return
+    try:
+        expected = projection_sha256(projection)
+    except IntentLoopError as exc:
+        errors.append(f"{path}: the projection cannot be hashed: {exc.message}")
+        return
+    if value != expected:
+        errors.append(f"{path}: does not match the canonical projection hash {expected}")
+
+
+def validate_envelope(envelope, projection, *, path="envelope"):
+    """Guard's envelope rules; `projection` is needed to recompute snapshot_sha256."""
+    errors = []
+    if isinstance(envelope, dict) and "task_contract_lite" in envelope:
+        errors.append(f"{path}.task_contract_lite: not allowed in a {SOURCE} envelope")
+        envelope = {key: value for key, value in envelope.items() if key != "task_contract_lite"}
+    if not _check_keys(envelope, path, ENVELOPE_KEYS, errors):
+        return errors
+    present = {key: (envelope[key], _child(path, key)) for key in ENVELOPE_KEYS if key in envelope}
+    if "schema_version" in present:
+        _check_exact(*present["schema_version"], SCHEMA_VERSION, errors)
+    if "contract_ref" in present:
+        _check_text(*present["contract_ref"], errors)
+    if "contract_version" in present:
+        _check_contract_version(*present["contract_version"], errors)
+    if "source" in present:
+        _check_exact(*present["source"], SOURCE, errors)
+    if "source_message_refs" in present:
+        _check_text_list(*present["source_message_refs"], errors)
+    if "snapshot_sha256" in present:
+        _check_snapshot(*present["snapshot_sha256"], projection, errors)
+    if "updated_at" in present:
+        _check_updated_at(*present["updated_at"], errors)
+    return errors
+
+
+def validate_provider_document(doc):
+    """Every reason Guard would refuse `{"envelope": ..., "projection": ...}`."""
+    errors = []
+    if not _check_keys(doc, "", ("envelope", "projection"), errors):
+        return errors
+    if "envelope" in doc:
+        errors.extend(validate_envelope(doc["envelope"], doc.get("projection")))
+    if "projection" in doc:
+        errors.extend(validate_projection(doc["projection"]))
+    return errors
+
+
+def _digits(text, start, count):
+    """The integer in text[start:start+count], or None unless it is exactly ASCII digits."""
+    part = text[start:start + count]
+    if len(part) != count or any(char not in _DIGITS for char in part):
+        return None
+    return int(part)
+
+
+def _days_in_month(year, month):
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def rfc3339_error(text):
+    """None for an RFC 3339 date-time Guard accepts, else why not.
+
+    Uppercase `T` and `Z` only (RFC 3339 section 5.6 lets a specification require them), seconds
+    required, a real calendar date, no leap second 60, offset `Z` or `+hh:mm`/`-hh:mm`.
+    """
+    if not isinstance(text, str):
+        return f"must be an RFC 3339 date-time string, not {_type_name(text)}"
+    year, month, day = _digits(text, 0, 4), _digits(text, 5, 2), _digits(text, 8, 2)
+    hour, minute, second = _digits(text, 11, 2), _digits(text, 14, 2), _digits(text, 17, 2)
+    separators = (text[4:5], text[7:8], text[10:11], text[13:14], text[16:17])
+    if None in (year, month, day, hour, minute, second) or separators != ("-", "-", "T", ":", ":"):
+        return "must look like 2026-11-30T07:02:50.123Z (uppercase T and Z, seconds required)"
+    if not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month):
+        return f"{text[:10]} is not a real calendar date"
+    if hour > 23 or minute > 59 or second > 59:
+        return f"{text[11:19]} is not a valid time (leap second 60 is rejected)"
+    return _offset_error(text, 19)
+
+
+def _offset_error(text, position):
+    """Checks the optional `.fraction` and the mandatory offset that start at `position`."""
+    if text[position:position + 1] == ".":
+        end = position + 1
+        while end < len(text) and text[end] in _DIGITS:
+            end += 1
+        if end == position + 1:
+            return "a '.' must be followed by fraction digits"
+        position = end
+    offset = text[position:]
+    if offset == "Z":
+        return None
+    hours, minutes = _digits(offset, 1, 2), _digits(offset, 4, 2)
+    if len(offset) != 6 or offset[0] not in "+-" or offset[3] != ":" or None in (hours, minutes):
+        return "must end with 'Z' or an offset like '+02:00'"
+    if hours > 23 or minutes > 59:
+        return f"offset {offset} is out of range"
+    return None
+
+
+def _check_updated_at(value, path, errors):
+    problem = rfc3339_error(value)
+    if problem:
+        errors.append(f"{path}: {problem}")
+
+
+def _detect_kind(value):
+    """Guard tells a provider document from a user's TaskContractLite by shape only."""
+    if not isinstance(value, dict):
+        return "unknown", f"$: the top level must be a JSON object, not {_type_name(value)}"
+    if "envelope" in value or "projection" in value:
+        return "provider", None
+    if "schema_version" in value and "contract_ref" in value:
+        return "unknown", ("$: a standalone envelope is rejected by Guard; "
+                           "write {\"envelope\": ..., \"projection\": ...}")
+    if any(key in value for key in PROJECTION_KEYS):
+        return "lite", None
+    return "unknown", "$: neither a provider document nor a seven-field TaskContractLite"
+
+
+def _parse(data):
+    """(parsed value, None) or (None, the file-level reason Guard would call it invalid)."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return None, f"$: {len(data)} bytes exceeds Guard's {MAX_DOCUMENT_BYTES}-byte limit"
+    if data.startswith(_UTF8_BOM):
+        return None, "$: starts with a UTF-8 byte order mark, which Guard's JSON.parse rejects"
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"$: not valid UTF-8 at byte {exc.start}"
+    try:
+        return loads(text), None
+    except ValueError as exc:
+        return None, f"$: not JSON: {exc}"
+    except RecursionError:
+        return None, "$: not JSON this parser can read: nested too deeply"
+
+
+def validate_document_bytes(data):
+    """What Guard makes of a file's bytes: (kind, parsed value or None, every error)."""
+    parsed, problem = _parse(data)
+    if problem:
+        return "unknown", None, [problem]
+    kind, problem = _detect_kind(parsed)
+    if kind == "provider":
+        return kind, parsed, validate_provider_document(parsed)
+    if kind == "lite":
+        return kind, parsed, validate_task_contract_lite(parsed)
+    return kind, parsed, [problem]
+
+
+def build_document(projection, *, contract_ref, contract_version, source_message_refs, updated_at):
+    """The provider document for `projection`, sealed with its canonical hash (not validated)."""
+    envelope = {
+        "schema_version": SCHEMA_VERSION,
+        "contract_ref": contract_ref,
+        "contract_version": contract_version,
+        "source": SOURCE,
+        "source_message_refs": list(source_message_refs),
+        "snapshot_sha256": projection_sha256(projection),
+        "updated_at": updated_at,
+    }
+    return {"envelope": envelope, "projection": projection}
+
+
+def format_updated_at(epoch_seconds):
+    """RFC 3339 UTC with milliseconds, e.g. 2026-11-30T07:02:50.123Z."""
+    if not _EPOCH_MIN <= epoch_seconds <= _EPOCH_MAX:  # also false for NaN
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"timestamp out of range: {epoch_seconds!r}")
+    seconds, millis = divmod(round(epoch_seconds * 1000), 1000)
+    t = time.gmtime(seconds)
+    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+            f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z")
+
+
+def _pretty(value, indent):
+    """Like json.dumps(indent=2, sort_keys=True, ensure_ascii=False), without importing json."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        members = [f"{inner}{dumps(key)}: {_pretty(value[key], inner)}" for key in sorted(value)]
+        return "{\n" + ",\n".join(members) + "\n" + indent + "}"
+    if isinstance(value, list) and value:
+        items = [inner + _pretty(item, inner) for item in value]
+        return "[\n" + ",\n".join(items) + "\n" + indent + "]"
+    return dumps(value)
+
+
+def render_document(doc):
+    """The file's bytes: UTF-8 without BOM, 2-space indent, sorted keys, final newline."""
+    try:
+        return (_pretty(doc, "") + "\n").encode("utf-8")
+    except UnicodeEncodeError as exc:
+        message = "text contains a lone surrogate; send valid Unicode"
+        raise IntentLoopError(ErrorCode.INVALID_TEXT, message) from exc

@@ -1,0 +1,202 @@
+"""What each Codex hook does with its payload: SessionStart, UserPromptSubmit, Stop.
+
+Handlers return {"context": str?, "system_message": str?}; hook_runtime turns that into the
+one answer Codex accepts. Sessions with no linked task leave no trace.
+"""
+import os
+
+from intent_loop import checkpoint, command_runner
+from intent_loop.atomic import replace_atomically
+from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.claims import is_opaque_id
+from intent_loop.errors import IntentLoopError
+from intent_loop.ledger import Transaction, load_verified, mutate
+from intent_loop.paths import project_paths, resolve_data_root
+from intent_loop.tasks import Plan, observe
+
+SESSION_DOMAIN = "intent-loop-session-v1\0"
+RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in this project and is not "
+               "linked to this session; the user can type `intent: resume` to continue it.")
+
+
+def session_hash(session_id):
+    return sha256_hex((SESSION_DOMAIN + session_id).encode("utf-8"))
+
+
+class HookContext:
+    """The project, session and state a handler works on (resolved once per call)."""
+
+    def __init__(self, payload, runtime):
+        session_id, cwd = payload.get("session_id"), payload.get("cwd")
+        if not isinstance(session_id, str) or not session_id or not isinstance(cwd, str):
+            raise ValueError("payload lacks session_id or cwd")
+        self.env = runtime["env"]
+        self.deadline = runtime["deadline"]
+        root, _how = resolve_data_root(self.env, executable=runtime.get("executable"))
+        self.paths = project_paths(root, cwd)
+        self.workspace = self.paths.root
+        self.session = session_hash(session_id)
+        self.state = load_verified(self.paths, command_runner.REDUCER).state
+
+    def linked_task(self):
+        return self.state["tasks"].get(self.state["sessions"].get(self.session))
+
+    def remember_view(self, text):
+        """Record (in the deletable cache) which view this session has already been shown."""
+        path = os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+        if os.path.isdir(self.paths.cache_dir):
+            try:
+                replace_atomically(path, canonical_bytes({"view_sha256": sha256_hex(text.encode())}), durable=False)
+            except IntentLoopError:
+                pass
+
+    def has_seen(self, text):
+        path = os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+        try:
+            with open(path, "rb") as fh:
+                return loads(fh.read()).get("view_sha256") == sha256_hex(text.encode())
+        except (OSError, ValueError, AttributeError):
+            return False
+
+
+def _source(kind, opaque_id, text):
+    """A validated opaque host id is the source identity; else the hash of the REDACTED text."""
+    from intent_loop.redact import has_secret, redact
+
+    if is_opaque_id(opaque_id) and not has_secret(opaque_id):
+        return {"kind": kind, "event_id": opaque_id}
+    return {"kind": kind, "sha256": sha256_hex(redact(text or "").encode("utf-8"))}
+
+
+def _is_recording(ctx, task):
+    from intent_loop.private import read_control
+
+    return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
+
+
+# -- SessionStart --------------------------------------------------------------------------
+def session_start(payload, runtime):
+    """Read-only: re-inject the user's recorded intent, or hint that `intent: resume` exists."""
+    ctx = HookContext(payload, runtime)
+    task_id, text = command_runner.session_context(ctx.state, ctx.paths, ctx.session)
+    if text is not None:
+        ctx.remember_view(text)
+        return {"context": text}
+    newest = ctx.state["tasks"].get(ctx.state["last_change"]["task_id"])
+    if payload.get("source") == "startup" and newest is not None and newest["task_id"] != task_id and newest["mode"] == "on":
+        label = f' "{newest["label"]}"' if newest.get("label") else ""
+        return {"context": RESUME_HINT.format(short=newest["task_id"][:8], label=label)}
+    return None
+
+
+# -- UserPromptSubmit ----------------------------------------------------------------------
+def user_prompt_submit(payload, runtime):
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str):
+        return None
+    from intent_loop.commands import has_command
+
+    is_subagent = "agent_id" in payload or "agent_type" in payload
+    if is_subagent or not has_command(prompt):
+        return _observe_prompt(payload, runtime, prompt, actor="agent" if is_subagent else "user")
+    return _run_prompt_commands(payload, runtime, prompt)
+
+
+def _prompt_request_id(ctx, payload, prompt):
+    """SHA-256 of event, session hash, turn id and the hash of the redacted prompt: one per prompt,
+    identical for Codex's retries, distinct for several prompts in one turn."""
+    from intent_loop.redact import redact
+
+    turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
+    prompt_hash = sha256_hex(redact(prompt).encode("utf-8"))
+    return "prompt:" + sha256_hex("\0".join(("UserPromptSubmit", ctx.session, turn, prompt_hash)).encode("utf-8"))
+
+
+def _observe_prompt(payload, runtime, prompt, *, actor):
+    ctx = HookContext(payload, runtime)
+    task = ctx.linked_task()
+    if not _is_recording(ctx, task):
+        return None
+    source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
+
+    def plan(state):
+        p = Plan(state, now="")
+        observe(p, task_id=task["task_id"], event_type="source_observed", session_hash=ctx.session,
+                source=source, char_count=len(prompt), actor=actor)
+        return p.drafts
+
+    mutate(ctx.paths, command_runner.REDUCER, request_id=_prompt_request_id(ctx, payload, prompt),
+           operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline)
+    if actor == "agent":
+        return None
+    _task_id, text = command_runner.session_context(ctx.state, ctx.paths, ctx.session)
+    if text is None or ctx.has_seen(text):
+        return None
+    ctx.remember_view(text)
+    return {"context": text}
+
+
+def _run_prompt_commands(payload, runtime, prompt):
+    from intent_loop.commands import parse_prompt
+
+    ctx = HookContext(payload, runtime)
+    commands = parse_prompt(prompt)
+    source_ref = _source("user_event", payload.get("turn_id"), prompt)
+    receipt = command_runner.run_commands(
+        ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
+        request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
+        workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)})
+    state = load_verified(ctx.paths, command_runner.REDUCER).state
+    return _receipt_answer(ctx, state, receipt)
+
+
+def _receipt_answer(ctx, state, receipt):
+    parts = []
+    if receipt.lines or receipt.rejected:
+        parts.append("intent-loop receipt:\n" + "\n".join(
+            ["- " + line for line in receipt.lines]
+            + [f"- line {line}: rejected ({code}): {reason}" for line, _verb, code, reason in receipt.rejected]))
+    if receipt.help:
+        parts.append(command_runner.HELP)
+    _task_id, view = command_runner.session_context(state, ctx.paths, ctx.session)
+    if view is not None and (receipt.events or receipt.show_view or not ctx.has_seen(view)):
+        parts.append(view)
+        ctx.remember_view(view)
+    answer = {"context": "\n\n".join(parts)} if parts else {}
+    if receipt.rejected:
+        answer["system_message"] = "intent-loop rejected " + "; ".join(
+            f"line {line} ({code}): {reason}" for line, _verb, code, reason in receipt.rejected)
+    return answer or None
+
+
+# -- Stop ----------------------------------------------------------------------------------
+def stop(payload, runtime):
+    """Record a hash-only result signal, then refresh the Guard provider document."""
+    ctx = HookContext(payload, runtime)
+    task = ctx.linked_task()
+    if not _is_recording(ctx, task):
+        return None
+    message = payload.get("last_assistant_message")
+    source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
+    turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
+    request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, source.get("event_id") or source["sha256"])).encode())
+
+    def plan(state):
+        p = Plan(state, now="")
+        observe(p, task_id=task["task_id"], event_type="result_signal_observed", session_hash=ctx.session,
+                source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
+        return p.drafts
+
+    def after_commit(tx, _events):
+        command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
+
+    events, replayed = mutate(ctx.paths, command_runner.REDUCER, request_id=request_id, operation="stop",
+                              params={"source": source}, plan=plan, deadline=ctx.deadline,
+                              after_commit=after_commit)
+    if replayed:  # a retried Stop still makes sure the file is current
+        with Transaction(ctx.paths, command_runner.REDUCER, deadline=ctx.deadline) as tx:
+            command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
+    return None
+
+
+HANDLERS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit, "Stop": stop}

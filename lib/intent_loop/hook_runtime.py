@@ -1,0 +1,147 @@
+"""The fail-open shell around every hook: read stdin, bound the time, answer once, exit 0.
+
+Whatever happens (bad input, a corrupt ledger, a held lock, a full disk, SIGTERM, a bug),
+Codex gets exactly `{"continue":true}` and exit status 0. This module is the only place
+that decides what a hook process prints.
+"""
+import os
+import sys
+import time
+
+import _signal  # the C module: `import signal` builds enums and costs ~7 ms
+
+from intent_loop.canonical import dumps, loads
+
+FAIL_OPEN = b'{"continue":true}'
+STDIN_CAP = 4 * 1024 * 1024
+DEADLINE_SECONDS = 2.0
+LOG_CAP = 64 * 1024
+_EVENTS_WITH_CONTEXT = ("SessionStart", "UserPromptSubmit")
+
+
+class HookDeadline(BaseException):
+    """Raised by SIGALRM; a BaseException so library code cannot swallow it."""
+
+
+class _Output:
+    """Writes the one answer exactly once, even if SIGTERM arrives mid-way."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.done = False
+
+    def write(self, data):
+        if self.done:
+            return
+        self.done = True
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+
+
+def read_stdin(fd, cap=STDIN_CAP):
+    """All of stdin up to `cap` bytes; the rest is drained so Codex never blocks writing it."""
+    chunks, size = [], 0
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        if size < cap:
+            chunks.append(chunk[: cap - size])
+        size += len(chunk)
+    return b"".join(chunks), size > cap
+
+
+def render_answer(event_name, answer):
+    """Only keys Codex accepts; Stop never carries hookSpecificOutput."""
+    out = {"continue": True}
+    context = answer.get("context") if answer else None
+    if context and event_name in _EVENTS_WITH_CONTEXT:
+        out["hookSpecificOutput"] = {"hookEventName": event_name, "additionalContext": context}
+    message = answer.get("system_message") if answer else None
+    if message and event_name == "UserPromptSubmit":
+        out["systemMessage"] = message
+    if len(out) == 1:
+        return FAIL_OPEN
+    return dumps(out).encode("utf-8", "replace")
+
+
+def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline_seconds=DEADLINE_SECONDS):
+    """Run `handler(payload, context) -> {"context"?, "system_message"?}` fail-open; never raises."""
+    env = os.environ if env is None else env
+    output = _Output(stdout_fd)
+    started = time.monotonic()
+    where = "start"
+
+    def on_term(signum, frame):
+        output.write(FAIL_OPEN)
+        os._exit(0)
+
+    def on_alarm(signum, frame):
+        raise HookDeadline()
+
+    try:
+        _signal.signal(_signal.SIGTERM, on_term)
+        _signal.signal(_signal.SIGALRM, on_alarm)
+        _signal.setitimer(_signal.ITIMER_REAL, deadline_seconds)
+        where = "stdin"
+        raw, _truncated = read_stdin(stdin_fd)
+        where = "parse"
+        payload = parse_payload(raw, event_name)
+        where = "handler"
+        context = {"env": env, "deadline": started + deadline_seconds - 0.25, "executable": sys.argv[0]}
+        answer = handler(payload, context) if payload is not None else None
+        where = "answer"
+        data = render_answer(event_name, answer)
+    except BaseException as exc:  # the fail-open boundary: every failure becomes continue:true
+        data = FAIL_OPEN
+        log_failure(env, event_name, where, exc)
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+    except OSError:
+        pass
+    output.write(data)
+
+
+def parse_payload(raw, event_name):
+    """The payload dict, or None when it is not a JSON object for this binary's event."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        payload = loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict) or payload.get("hook_event_name") != event_name:
+        return None
+    return payload
+
+
+def log_failure(env, event_name, where, exc):
+    """Append one content-free line to <data root>/logs/hook-failures.jsonl (bounded, 0600)."""
+    try:
+        from intent_loop.errors import IntentLoopError
+        from intent_loop.paths import resolve_data_root
+
+        root, _how = resolve_data_root(env, executable=sys.argv[0] if sys.argv else None)
+        if not os.path.isdir(root):
+            return
+        logs = os.path.join(root, "logs")
+        if not os.path.isdir(logs):
+            os.mkdir(logs, 0o700)
+        path = os.path.join(logs, "hook-failures.jsonl")
+        if os.path.exists(path) and os.path.getsize(path) > LOG_CAP:
+            os.replace(path, path + ".1")
+        code = exc.code if isinstance(exc, IntentLoopError) else type(exc).__name__
+        record = {"at": int(time.time()), "event": event_name, "where": where, "code": code}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            os.write(fd, dumps(record).encode() + b"\n")
+        finally:
+            os.close(fd)
+    except BaseException:  # logging must never turn a fail-open answer into a crash
+        pass

@@ -1,0 +1,210 @@
+"""The Guard provider document: derive the projection, decide its version, publish or withdraw it.
+
+We own contract_ref (`intent:<task_id>`) and contract_version. A version is decided and
+recorded as a `contract_published` event under the project lock, and the file is written while
+that lock is still held, so concurrent hooks, restarts and deleted caches can never reuse or
+skip a version, and the file on disk never goes back to an older one.
+"""
+import os
+import stat
+import time
+
+from intent_loop import guard_contract
+from intent_loop.atomic import replace_atomically
+from intent_loop.commands import split_prefix, split_sources
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.ledger import Draft
+from intent_loop.state import active_claims, is_hook_visible
+
+DEFAULT_PATH = (".execution-fidelity", "contract.json")
+DEFAULT_SURFACE = "repository"
+DEFAULT_EVIDENCE = {"requirement": "The user confirms the requested outcome was delivered",
+                    "acceptable_sources": ["user"]}
+GITIGNORE = b"# written by intent-loop: the Guard contract is local state, not source\n*\n"
+_LIST_FIELDS = {"scope include": ("scope", "include"), "scope exclude": ("scope", "exclude"),
+                "must": ("must_and_must_not", "must"), "must not": ("must_and_must_not", "must_not"),
+                "allow": ("authorization", "allowed"), "ask": ("authorization", "requires_user"),
+                "forbid": ("authorization", "forbidden")}
+
+
+def provider_path(workspace, env):
+    """`$EFG_CONTRACT_PATH` resolved against the hook's cwd, else <cwd>/.execution-fidelity/contract.json."""
+    configured = env.get("EFG_CONTRACT_PATH")
+    if configured:
+        return os.path.normpath(os.path.join(workspace, configured))
+    return os.path.join(workspace, *DEFAULT_PATH)
+
+
+def projection_for(task, *, project_root):
+    """The seven-field projection of a task's active direct user-explicit claims, or None."""
+    p = {"objective": [], "primary_object": None, "delivery_surface": [],
+         "scope": {"include": [], "exclude": []}, "must_and_must_not": {"must": [], "must_not": []},
+         "authorization": {"allowed": [], "requires_user": [], "forbidden": []}, "completion_evidence": []}
+    for record in active_claims(task):
+        if is_hook_visible(record):
+            _project_claim(p, record["claim"])
+    if not p["objective"]:
+        return None
+    p["objective"] = "; ".join(p["objective"])
+    p["primary_object"] = p["primary_object"] or os.path.basename(project_root.rstrip(os.sep)) or project_root
+    p["delivery_surface"] = p["delivery_surface"] or [DEFAULT_SURFACE]
+    p["completion_evidence"] = p["completion_evidence"] or [dict(DEFAULT_EVIDENCE, acceptable_sources=["user"])]
+    return p
+
+
+def _project_claim(p, claim):
+    prefix, value = split_prefix(claim["statement"])
+    facets = claim["facets"]
+    if prefix is None:
+        if "outcome" in facets:
+            p["objective"].append(value)
+        elif "success_signal" in facets:
+            _add_evidence(p, value)
+        elif "hard_constraint" in facets:
+            p["must_and_must_not"]["must"].append(value)
+    elif prefix == "object":
+        p["primary_object"] = value  # claims come oldest first: the newest wins
+    elif prefix == "surface":
+        if value not in p["delivery_surface"]:
+            p["delivery_surface"].append(value)
+    elif prefix == "done when":
+        _add_evidence(p, value)
+    elif prefix in _LIST_FIELDS:
+        group, key = _LIST_FIELDS[prefix]
+        p[group][key].append(value)
+
+
+def _add_evidence(p, value):
+    requirement, sources = split_sources(value)
+    p["completion_evidence"].append({"requirement": requirement, "acceptable_sources": sources or ["user"]})
+
+
+def select_task(state):
+    """(task_id or None, reason): the newest claim-changed task, if it is on and publishable."""
+    task_id = state["last_change"]["task_id"]
+    if task_id is None or task_id not in state["tasks"]:
+        return None, "no task has been started in this project"
+    task = state["tasks"][task_id]
+    if task["mode"] != "on":
+        return None, f"the most recently changed task {task_id[:8]} is {task['mode']}"
+    return task_id, None
+
+
+def shadowed_tasks(state, selected):
+    return sorted(t for t in state["tasks"] if t != selected)
+
+
+def read_file_state(path, state):
+    """Classify what is at the provider path: missing, ours (task_id, version, sha), or foreign."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {"kind": "missing"}
+    except OSError as exc:
+        return {"kind": "foreign", "why": exc.strerror}
+    if not stat.S_ISREG(st.st_mode):
+        return {"kind": "foreign", "why": "not a regular file"}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(guard_contract.MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        return {"kind": "foreign", "why": exc.strerror}
+    kind, doc, errors = guard_contract.validate_document_bytes(data)
+    owner = _owning_task(doc, state) if kind == "provider" else None
+    if owner is None:
+        return {"kind": "foreign", "why": f"a {kind} document we did not publish", "errors": errors}
+    return {"kind": "ours", "task_id": owner[0], "version": owner[1], "sha256": owner[2], "errors": errors}
+
+
+def _owning_task(doc, state):
+    envelope = doc.get("envelope") if isinstance(doc, dict) else None
+    if not isinstance(envelope, dict):
+        return None
+    ref, version, digest = envelope.get("contract_ref"), envelope.get("contract_version"), envelope.get("snapshot_sha256")
+    if not isinstance(ref, str) or not ref.startswith("intent:"):
+        return None
+    task = state["tasks"].get(ref[len("intent:"):])
+    if task is None or type(version) is not int:
+        return None
+    if task.get("publications", {}).get(str(version)) != digest:
+        return None
+    return task["task_id"], version, digest
+
+
+def refresh(tx, *, workspace, env, now=time.time):
+    """Publish, rewrite or withdraw the provider document (caller holds the project lock via tx).
+
+    Returns a dict: action (published | rewritten | unchanged | removed | absent | invalid |
+    foreign | incomplete), with task_id, version, sha256, path and reason where known.
+    """
+    path = provider_path(workspace, env)
+    state = tx.state
+    task_id, reason = select_task(state)
+    current = read_file_state(path, state)
+    projection = None
+    if task_id is not None:
+        projection = projection_for(state["tasks"][task_id], project_root=workspace)
+        if projection is None:
+            reason = f"task {task_id[:8]} has no goal yet (`intent: goal ...`)"
+    if projection is None:
+        return _withdraw(path, current, reason, task_id)
+    return _publish(tx, path, current, state["tasks"][task_id], projection, now)
+
+
+def _withdraw(path, current, reason, task_id):
+    if current["kind"] == "ours":
+        os.unlink(path)
+        return {"action": "removed", "path": path, "reason": reason, "task_id": task_id}
+    if current["kind"] == "foreign":
+        return {"action": "foreign", "path": path, "reason": reason, "task_id": task_id}
+    return {"action": "absent", "path": path, "reason": reason, "task_id": task_id}
+
+
+def _publish(tx, path, current, task, projection, now):
+    task_id = task["task_id"]
+    digest = guard_contract.projection_sha256(projection)
+    published = task.get("published")
+    version = published["version"] if published and published["sha256"] == digest else (
+        (published["version"] + 1) if published else 1)
+    doc = guard_contract.build_document(
+        projection, contract_ref=f"intent:{task_id}", contract_version=version,
+        source_message_refs=list(task["claim_events"]), updated_at=guard_contract.format_updated_at(now()))
+    errors = guard_contract.validate_provider_document(doc)
+    outcome = {"task_id": task_id, "version": version, "sha256": digest, "path": path}
+    if errors:
+        return dict(outcome, action="invalid", reason="; ".join(errors))
+    if current["kind"] == "foreign":
+        return dict(outcome, action="foreign", reason=f"{path} holds a document intent-loop did not write")
+    if not published or published["sha256"] != digest:
+        tx.append([Draft("contract_published", task_id, "system", {
+            "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
+            "source_message_refs": list(task["claim_events"]),
+        })], request_id=f"publish:{task_id}:{version}", fingerprint=digest)
+        action = "published"
+    elif current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version:
+        return dict(outcome, action="unchanged")
+    else:
+        action = "rewritten"
+    write_document(path, guard_contract.render_document(doc))
+    return dict(outcome, action=action)
+
+
+def write_document(path, data):
+    """Atomic replace in the document's own directory; add a .gitignore when we create it."""
+    directory = os.path.dirname(path)
+    try:
+        st = os.lstat(directory)
+        if not stat.S_ISDIR(st.st_mode):
+            raise IntentLoopError(ErrorCode.PROVIDER_PATH_FOREIGN, f"{directory} is not a directory; not touching it")
+    except FileNotFoundError:
+        try:
+            os.makedirs(directory, 0o755)
+            replace_atomically(os.path.join(directory, ".gitignore"), GITIGNORE, mode=0o644)
+        except OSError as exc:
+            raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED, f"cannot create {directory}: {exc.strerror}") from exc
+    try:
+        replace_atomically(path, data, mode=0o644)
+    except IntentLoopError as exc:
+        if exc.code == ErrorCode.DURABILITY_UNCERTAIN:
+            return
+        raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED, f"{exc.message}; the next refresh writes it again") from exc

@@ -1,0 +1,75 @@
+"""The structured-rule grammar Guard enforces on must_not and the three authorization lists."""
+
+EVIDENCE_SOURCES = ("file", "command", "test", "api", "database", "real_page", "release", "user")
+ACTIONS = (
+    "read", "write", "write_workspace", "delete", "destructive", "install_local",
+    "network", "publish", "external", "external_side_effect", "unknown",
+)
+
+# The union of what JS String.prototype.trim and Python str.strip remove: JS alone trims U+FEFF,
+# Python alone strips U+001C-U+001F and U+0085. Guard trims with JS, we write from Python.
+GUARD_WHITESPACE = (
+    " \t\n\v\f\r\x1c\x1d\x1e\x1f\x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+# Rule name -> what to write instead. Keys are names folded by _squeeze (case, spaces, - and _
+# removed), so `Tools :`, `command prefix:` and `command_prefix:` all land here.
+_NAME_TEMPLATES = {
+    "action": "action:<action>",
+    "actions": "action:<action>",
+    "tool": "tool:<name>",
+    "tools": "tool:<name>",
+    "commandprefix": "command-prefix:<prefix>",
+    "commandprefixes": "command-prefix:<prefix>",
+}
+_VALID_NAMES = ("action", "tool", "command-prefix")
+
+
+def strip_guard_space(text):
+    """`text` without leading and trailing whitespace of either JS trim() or Python strip()."""
+    return text.strip(GUARD_WHITESPACE)
+
+
+def is_blank(text):
+    return not strip_guard_space(text)
+
+
+def _squeeze(head):
+    """Fold a would-be rule name: casefold (so `ſ` and `K` fold too), drop spaces, `-` and `_`."""
+    if not head[:1].isalpha():  # "- tool: x" is a bullet, not a rule name
+        return ""
+    folded = head.casefold()
+    return "".join(char for char in folded if char not in GUARD_WHITESPACE and char not in "-_")
+
+
+def rule_error(text):
+    """None when `text` is a valid structured rule or plain prose, else what to write instead."""
+    stripped = strip_guard_space(text)
+    if not stripped:
+        return "empty rule; write a sentence or an action:, tool: or command-prefix: rule"
+    head, colon, value = stripped.partition(":")
+    if not colon:
+        return None
+    squeezed = _squeeze(head)
+    if squeezed not in _NAME_TEMPLATES:
+        return None
+    name = head.casefold()
+    if name not in _VALID_NAMES:
+        return f"near-miss rule prefix '{head}:'; write '{_NAME_TEMPLATES[squeezed]}' or rephrase"
+    if is_blank(value):
+        return f"rule '{head}:' has an empty value; write '{_NAME_TEMPLATES[squeezed]}'"
+    if name == "action":
+        return _action_error(value)
+    return None
+
+
+def _action_error(value):
+    """Guard compares the action name exactly, so anything but a bare known name is rejected."""
+    if value in ACTIONS:
+        return None
+    cleaned = strip_guard_space(value).lower()
+    if cleaned in ACTIONS:
+        return f"write 'action:{cleaned}' exactly (lowercase, no space after the colon)"
+    return f"unknown action '{strip_guard_space(value)}'; use one of: {', '.join(ACTIONS)}"

@@ -1,0 +1,230 @@
+"""Planning mutations of tasks and claims under the lifecycle rules (pure: state in, drafts out)."""
+from intent_loop import claims as claims_mod
+from intent_loop.canonical import dumps, loads, sha256_hex
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.ledger import Draft, format_uuid, new_uuid4
+from intent_loop.state import PROMOTION_TASKS, ProjectReducer, active_claims, signal_key
+
+MAX_INITIAL_CLAIMS = 12
+MODES = ("on", "off", "private")
+MAX_LABEL = 80
+_REDUCER = ProjectReducer()
+
+
+def derived_task_id(project_id, request_id):
+    """A UUIDv5-shaped id from project and request id, so an exact retry names the same task."""
+    raw = bytearray(bytes.fromhex(sha256_hex(f"intent-loop-task-v1\0{project_id}\0{request_id}".encode()))[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x50
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return format_uuid(bytes(raw))
+
+
+class Plan:
+    """Drafts of one mutation plus a scratch copy of the state they would produce.
+
+    Later steps of a multi-command mutation see the effects of earlier ones (a task started by
+    the first command receives the claims of the next) without touching the real state.
+    """
+
+    def __init__(self, state, *, now):
+        self.state = loads(dumps(state))
+        self.drafts = []
+        self.now = now
+
+    def add(self, draft):
+        self.drafts.append(draft)
+        fake = {"event_type": draft.event_type, "task_id": draft.task_id, "payload": draft.payload,
+                "event_id": f"planned-{len(self.drafts)}", "occurred_at": self.now}
+        _REDUCER.apply(self.state, fake)
+
+    def task(self, task_id):
+        task = self.state["tasks"].get(task_id)
+        if task is None:
+            raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"no task {task_id} in this project; see `intent-loop status`")
+        return task
+
+
+def user_claim(plan, *, statement, facets, scope, source_ref):
+    """A direct user-explicit claim with a library-made id (no model-generated UUIDs)."""
+    return claims_mod.new_claim(claim_id=new_uuid4(), statement=statement, facets=facets, scope=scope,
+                                source_ref=source_ref, valid_from=plan.now)
+
+
+def start_task(plan, *, task_id, mode="on", label=None, session_hash=None, initial_claims=()):
+    if mode not in MODES:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"mode is one of {', '.join(MODES)}")
+    if mode == "off" and (label or initial_claims):
+        raise IntentLoopError(ErrorCode.TASK_OFF, "an off task takes no label and no claims")
+    if task_id in plan.state["tasks"]:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"task {task_id} already exists")
+    if label is not None and (not label.strip() or len(label) > MAX_LABEL or "\n" in label):
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"a task label is one line of 1-{MAX_LABEL} characters")
+    payload = {"mode": mode, "initial_claims": list(initial_claims[:MAX_INITIAL_CLAIMS])}
+    if label is not None:
+        payload["label"] = label
+    if session_hash is not None:
+        payload["host_session_hash"] = session_hash
+        _detach_previous(plan, session_hash)
+    plan.add(Draft("task_started", task_id, "user", payload))
+    for claim in initial_claims[MAX_INITIAL_CLAIMS:]:
+        plan.add(Draft("claim_added", task_id, "user", {"claim": claim}))
+    _propose_candidates(plan, task_id)
+    return task_id
+
+
+def _detach_previous(plan, session_hash):
+    previous = plan.state["sessions"].get(session_hash)
+    if previous is not None:
+        plan.add(Draft("session_linked", previous, "system",
+                       {"host_session_hash": session_hash, "action": "detach"}))
+
+
+def link_session(plan, *, task_id, session_hash):
+    plan.task(task_id)
+    if plan.state["sessions"].get(session_hash) == task_id:
+        return False
+    _detach_previous(plan, session_hash)
+    plan.add(Draft("session_linked", task_id, "user", {"host_session_hash": session_hash, "action": "attach"}))
+    return True
+
+
+def _writable_task(plan, task_id):
+    task = plan.task(task_id)
+    if task["mode"] == "off":
+        raise IntentLoopError(ErrorCode.TASK_OFF, "this task is off; `intent: on` re-enables it")
+    if task["mode"] == "private":
+        raise IntentLoopError(ErrorCode.TASK_PRIVATE, "this task is private; nothing is recorded until `intent: on`")
+    return task
+
+
+def add_claim(plan, *, task_id, claim, actor="user"):
+    _writable_task(plan, task_id)
+    claims_mod.check_claim(claim)
+    plan.add(Draft("claim_added", task_id, actor, {"claim": claim}))
+    _propose_candidates(plan, task_id)
+
+
+def _active_record(task, claim_id):
+    record = task["claims"].get(claim_id)
+    if record is None or record["state"] != "active":
+        raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND, f"no active claim {claim_id[:8]} in this task; `intent: show` lists them")
+    return record
+
+
+def check_may_displace(record, new_claim, *, direct_user):
+    """The protection matrix: who may supersede or invalidate what."""
+    old = record["claim"]
+    if record["provenance"] in ("direct", "candidate") and claims_mod.is_direct_user_explicit(old):
+        if not direct_user or (new_claim is not None and not claims_mod.is_direct_user_explicit(new_claim)):
+            raise IntentLoopError(
+                ErrorCode.PROTECTED_CLAIM,
+                f"claim {old['claim_id'][:8]} is the user's own words; only a direct user statement can replace or drop it",
+            )
+    if new_claim is not None:
+        kinds = {old["epistemic_status"], new_claim["epistemic_status"]}
+        if "inferred" in kinds and kinds & {"unknown", "disputed"}:
+            raise IntentLoopError(ErrorCode.PROTECTED_CLAIM, "unknown and disputed records are never merged with an inference")
+
+
+def replace_claims(plan, *, task_id, old_ids, claim, direct_user=True, actor="user"):
+    task = _writable_task(plan, task_id)
+    if not old_ids:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "name at least one claim to replace")
+    for old_id in old_ids:
+        check_may_displace(_active_record(task, old_id), claim, direct_user=direct_user)
+    claims_mod.check_claim(claim)
+    claim = dict(claim, supersedes=list(old_ids))
+    plan.add(Draft("claim_replaced", task_id, actor, {"claim": claim, "supersedes": list(old_ids)}))
+    return claim
+
+
+def invalidate_claim(plan, *, task_id, claim_id, direct_user=True, actor="user"):
+    task = _writable_task(plan, task_id)
+    check_may_displace(_active_record(task, claim_id), None, direct_user=direct_user)
+    plan.add(Draft("claim_invalidated", task_id, actor, {"claim_id": claim_id}))
+
+
+def set_mode(plan, *, task_id, mode):
+    if mode not in MODES:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"mode is one of {', '.join(MODES)}")
+    if plan.task(task_id)["mode"] == mode:
+        return False
+    plan.add(Draft("mode_set", task_id, "user", {"mode": mode}))
+    return True
+
+
+def resolve_claim(task, prefix, *, active_only=True):
+    """A claim id from a unique prefix of at least 4 characters."""
+    prefix = prefix.lower()
+    if len(prefix) < 4:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "give at least 4 characters of the claim id")
+    matches = [cid for cid, r in task["claims"].items()
+               if cid.startswith(prefix) and (r["state"] == "active" or not active_only)]
+    if not matches:
+        raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND, f"no active claim starts with {prefix}; `intent: show` lists them")
+    if len(matches) > 1:
+        raise IntentLoopError(ErrorCode.AMBIGUOUS_ID, f"{prefix} matches {len(matches)} claims; give more characters")
+    return matches[0]
+
+
+def resolve_task(state, prefix):
+    prefix = prefix.lower()
+    matches = [tid for tid in state["tasks"] if tid.startswith(prefix)]
+    if not matches:
+        raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"no task starts with {prefix}; `intent-loop status` lists them")
+    if len(matches) > 1:
+        raise IntentLoopError(ErrorCode.AMBIGUOUS_ID, f"{prefix} matches {len(matches)} tasks; give more characters")
+    return matches[0]
+
+
+# -- long-term promotion -------------------------------------------------------------------
+def _propose_candidates(plan, task_id):
+    """A signal seen in >= 3 distinct tasks becomes a candidate (never a claim) until confirmed."""
+    task = plan.state["tasks"][task_id]
+    known = {c["signal_key"] for c in plan.state["candidates"].values()}
+    for record in active_claims(task):
+        claim = record["claim"]
+        key = signal_key(claim["statement"], claim["facets"])
+        if key in known or len(plan.state["signals"].get(key, ())) < PROMOTION_TASKS:
+            continue
+        known.add(key)
+        plan.add(Draft("candidate_added", task_id, "system", {
+            "candidate_id": new_uuid4(), "statement": claim["statement"], "facets": claim["facets"],
+            "signal_key": key, "task_count": len(plan.state["signals"][key]),
+        }))
+
+
+def resolve_candidate(state, prefix):
+    matches = [cid for cid in state["candidates"] if cid.startswith(prefix.lower())]
+    if len(matches) != 1:
+        code = ErrorCode.CANDIDATE_NOT_FOUND if not matches else ErrorCode.AMBIGUOUS_ID
+        raise IntentLoopError(code, f"{prefix}: {len(matches)} candidates match; `intent-loop candidate list` shows them")
+    return state["candidates"][matches[0]]
+
+
+def confirm_candidate(plan, *, task_id, candidate_id, source_ref):
+    """Only an explicit user confirmation turns a candidate into a long-term explicit claim."""
+    candidate = plan.state["candidates"].get(candidate_id)
+    if candidate is None or candidate["state"] != "open":
+        raise IntentLoopError(ErrorCode.CANDIDATE_NOT_FOUND, "no open candidate with that id")
+    _writable_task(plan, task_id)
+    claim = user_claim(plan, statement=candidate["statement"], facets=candidate["facets"],
+                       scope="long_term", source_ref=source_ref)
+    claim["last_confirmed"] = plan.now
+    plan.add(Draft("candidate_confirmed", task_id, "user", {"candidate_id": candidate_id, "claim": claim}))
+    return claim
+
+
+def dismiss_candidate(plan, *, task_id, candidate_id):
+    candidate = plan.state["candidates"].get(candidate_id)
+    if candidate is None or candidate["state"] != "open":
+        raise IntentLoopError(ErrorCode.CANDIDATE_NOT_FOUND, "no open candidate with that id")
+    plan.add(Draft("candidate_dismissed", task_id, "user", {"candidate_id": candidate_id}))
+
+
+def observe(plan, *, task_id, event_type, session_hash, source, char_count, actor):
+    """A hash-only observation: who, which opaque id or redacted-text hash, how long; never text."""
+    plan.task(task_id)
+    plan.add(Draft(event_type, task_id, actor, {
+        "host_session_hash": session_hash, "source": source, "char_count": char_count,
+    }))

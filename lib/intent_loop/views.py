@@ -1,0 +1,185 @@
+"""Read-only views of a task: the full snapshot, the manual compact view and the hook view."""
+import time
+
+from intent_loop.commands import verb_for_claim
+from intent_loop.errors import IntentLoopError
+from intent_loop.state import active_claims, is_hook_visible
+
+HOOK_BUDGET = 2000
+COMPACT_RECORDS = 40
+COMPACT_CHARS = 6000
+STALE_AFTER_DAYS = 90
+_PREFIXED = ("object:", "surface:", "scope include:", "scope exclude:", "must:", "must not:",
+             "allow:", "ask:", "forbid:", "done when:")
+
+
+def claim_line(claim):
+    """`[1a2b3c4d] must not: ...`; unprefixed statements get their verb as a label."""
+    statement = claim["statement"]
+    if not statement.startswith(_PREFIXED):
+        statement = f"{_label_for(claim)}: {statement}"
+    return f"[{claim['claim_id'][:8]}] {statement}"
+
+
+def _label_for(claim):
+    """The verb that records such a claim, or its first facet for kinds no verb makes."""
+    try:
+        return verb_for_claim(claim["statement"], claim["facets"], claim["scope"])
+    except IntentLoopError:
+        return claim["facets"][0]
+
+
+def durable_records(state, task_id):
+    """Active long-term claims of the project's other tasks: durable rules carry across tasks."""
+    out = []
+    for other_id in sorted(state["tasks"]):
+        task = state["tasks"][other_id]
+        if other_id == task_id or task["mode"] != "on":
+            continue
+        out.extend(r for r in active_claims(task) if r["claim"]["scope"] == "long_term")
+    out.sort(key=lambda r: (r["seq"], r["claim"]["claim_id"]))
+    return out
+
+
+def _omitted_kind(record):
+    if record["provenance"] == "import":
+        return "imported"
+    return record["claim"]["epistemic_status"]
+
+
+def hook_view(state, task_id, *, budget=HOOK_BUDGET):
+    """What a hook may inject: only direct user-explicit claims as text, the rest as counts."""
+    task = state["tasks"][task_id]
+    records = active_claims(task) + durable_records(state, task_id)
+    visible = [r for r in records if is_hook_visible(r)]
+    omitted = {}
+    for record in records:
+        if not is_hook_visible(record):
+            kind = _omitted_kind(record)
+            omitted[kind] = omitted.get(kind, 0) + 1
+    label = f' "{task["label"]}"' if task.get("label") else ""
+    header = (f"intent-loop: the user's own recorded intent for task {task_id[:8]}{label}. "
+              "These are the user's words from `intent:` commands; they stay in force until the user changes them.")
+    lines = [header]
+    footer = _omitted_line(omitted)
+    used = len(header) + len(footer) + 1
+    shown = 0
+    for record in visible:
+        line = "- " + claim_line(record["claim"]) + (" (durable)" if record["claim"]["scope"] == "long_term" else "")
+        if used + len(line) + 1 + 60 > budget:
+            break
+        lines.append(line)
+        used += len(line) + 1
+        shown += 1
+    if shown < len(visible):
+        lines.append(f"- ... {len(visible) - shown} more claims omitted; `intent-loop show` lists them")
+    if footer:
+        lines.append(footer)
+    return "\n".join(lines)
+
+
+def _omitted_line(omitted):
+    if not omitted:
+        return ""
+    parts = ", ".join(f"{count} {kind}" for kind, count in sorted(omitted.items()))
+    return f"Not shown as text (not the user's own words): {parts}."
+
+
+def is_stale(record, *, now=None):
+    """An inferred long-term claim with no confirmation for 90 days is stale until reviewed."""
+    claim = record["claim"]
+    if claim["scope"] != "long_term" or claim["epistemic_status"] != "inferred":
+        return False
+    stamp = claim.get("last_confirmed") or claim.get("valid_from")
+    return _age_days(stamp, now) > STALE_AFTER_DAYS
+
+
+def _age_days(stamp, now):
+    try:
+        parsed = time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")
+    except (TypeError, ValueError):
+        return 0
+    import calendar  # only on this rare path
+
+    return ((now if now is not None else time.time()) - calendar.timegm(parsed)) / 86400
+
+
+def snapshot(state, task_id, *, now=None):
+    """The current projection: active claims by facet and status, conflicts, unknowns, sources."""
+    task = state["tasks"][task_id]
+    records = active_claims(task)
+    grouped = {}
+    for record in records:
+        claim = record["claim"]
+        for facet in claim["facets"]:
+            grouped.setdefault(facet, {}).setdefault(claim["epistemic_status"], []).append(claim)
+    return {
+        "task": {k: task.get(k) for k in ("task_id", "mode", "label", "created_at", "changed_at")},
+        "active": grouped,
+        "disagreements": [r["claim"] for r in records if _is_conflict(r)],
+        "unknowns": [r["claim"] for r in records if r["claim"]["epistemic_status"] == "unknown"],
+        "sources": sorted({_source_key(r["claim"]["source_ref"]) for r in records}),
+        "stale_long_term": [r["claim"]["claim_id"] for r in records if is_stale(r, now=now)],
+        "durable": [r["claim"] for r in durable_records(state, task_id)],
+        "candidates": [c for c in state["candidates"].values() if c["state"] == "open"],
+        "published": task.get("published"),
+    }
+
+
+def _is_conflict(record):
+    claim = record["claim"]
+    return claim["epistemic_status"] == "disputed" or "disagreement" in claim["facets"]
+
+
+def _source_key(source_ref):
+    return f"{source_ref['kind']}:{source_ref.get('event_id') or source_ref.get('sha256')}"
+
+
+def history(task):
+    """Every claim ever recorded in the task, active or not (the audit view), in ledger order."""
+    records = sorted(task["claims"].values(), key=lambda r: (r["seq"], r["claim"]["claim_id"]))
+    return [dict(r["claim"], state=r["state"], provenance=r["provenance"]) for r in records]
+
+
+def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPACT_CHARS, now=None):
+    """The manual compact snapshot: deterministic, capped by records and characters.
+
+    Conflicts (disputed claims and disagreements) come first and are never cut to fit: a view
+    that silently kept one side of a disagreement would resolve it.
+    """
+    task = state["tasks"][task_id]
+    records = [r for r in active_claims(task) + durable_records(state, task_id) if not is_stale(r, now=now)]
+    stale = sum(1 for r in active_claims(task) if is_stale(r, now=now))
+    conflicts = [r for r in records if _is_conflict(r)]
+    rest = [r for r in records if not _is_conflict(r)]
+    label = f' "{task["label"]}"' if task.get("label") else ""
+    lines = [f"task {task_id[:8]}{label} ({task['mode']}): {len(records)} active claims"]
+    used = len(lines[0])
+    for record in conflicts:
+        lines.append("! " + _describe(record))
+        used += len(lines[-1]) + 1
+    shown = 0
+    for record in rest:
+        line = "- " + _describe(record)
+        if len(conflicts) + shown >= max_records or used + len(line) + 1 > max_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+        shown += 1
+    if shown < len(rest):
+        lines.append(f"... {len(rest) - shown} more omitted (`intent-loop show --all`)")
+    if stale:
+        lines.append(f"{stale} stale long-term inferred claims left out until reviewed")
+    return "\n".join(lines)
+
+
+def _describe(record):
+    claim = record["claim"]
+    tags = [claim["epistemic_status"]]
+    if record["provenance"] == "import":
+        tags.append("imported")
+    if claim["scope"] != "task":
+        tags.append(claim["scope"])
+    if "confidence" in claim:
+        tags.append(f"confidence {claim['confidence']}")
+    return f"{claim_line(claim)} ({', '.join(tags)})"
