@@ -11,6 +11,7 @@ Every step is idempotent: the virtual environment (.venv/), the npm cache for th
 end-to-end test (.cache/npm/) and dist/ are reused when their inputs did not change.
 """
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -101,11 +102,138 @@ def ensure_npm_codex():
     return binary
 
 
-def cmd_build(_args):
-    sys.path.insert(0, str(ROOT / "lib"))
-    from intent_loop.packaging import build_all
+# -- the binaries ---------------------------------------------------------------------------
+# name in dist/ -> (entry module, entry function, is a hook)
+BINARIES = {
+    "intent-loop-session-start": ("hooks.session_start", "main", True),
+    "intent-loop-user-prompt": ("hooks.user_prompt", "main", True),
+    "intent-loop-stop": ("hooks.stop", "main", True),
+    "intent-loop": ("intent_loop.cli", "run", False),
+}
+SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one commit are byte-identical
 
-    for path in build_all(ROOT, DIST):
+# The launcher's Python: find the data root (the embedded _data_root source), import from the
+# extracted runtime when its completion marker is there, else run this same file as a zip so
+# shiv extracts it. Kept free of single quotes because it sits inside sh '...'.
+LAUNCHER_CODE = """import sys,os
+B=os.path.realpath(sys.argv[1]);A=sys.argv[2:]
+{data_root_source}
+def _runtime_root():
+    try:
+        f=find_data_root(os.environ,B)
+    except ValueError:
+        f=None
+    if f:
+        return os.path.join(f[0],"runtime",K)
+    if H:
+        return None
+    u=os.path.join(os.environ.get("TMPDIR") or "/tmp","intent-loop-runtime-%d" % os.getuid())
+    os.makedirs(u,0o700,exist_ok=True)
+    s=os.lstat(u)
+    if s.st_uid!=os.getuid() or s.st_mode & 0o077 or not os.path.isdir(u) or os.path.islink(u):
+        sys.exit("intent-loop: unsafe runtime directory %s; set CODEX_HOME or INTENT_LOOP_DATA_DIR" % u)
+    return os.path.join(u,K)
+K="{build_id}";E="{module}";F="{function}";H={is_hook}
+R=_runtime_root()
+if R is None:
+    while os.read(0,65536):
+        pass
+    os.write(1,b'{{"continue":true}}')
+    sys.exit(0)
+S=os.path.join(R,os.path.basename(B)+"_"+K,"site-packages")
+M=os.path.join(S,".intent-loop-complete")
+if os.path.isfile(M):
+    sys.path[0:0]=[S];sys.argv=[B]+A
+    try:
+        m=__import__(E,fromlist=[F])
+    except ImportError:
+        m=None
+    if m is not None:
+        getattr(m,F)()
+        sys.exit(0)
+    os.unlink(M);os.environ["SHIV_FORCE_EXTRACT"]="1"
+for k in [k for k in os.environ if k.startswith("SHIV_") and k!="SHIV_FORCE_EXTRACT"]:
+    del os.environ[k]
+os.makedirs(R,0o700,exist_ok=True)
+os.environ["SHIV_ROOT"]=R;os.environ["INTENT_LOOP_EXTRACTING"]=S
+os.execv(sys.executable,[sys.executable,"-I","-S",B]+A)
+"""
+
+LAUNCHER_SH = """#!/bin/sh
+# intent-loop {name}: this /bin/sh launcher is followed by a shiv zip (README: "Binaries").
+PY="${{INTENT_LOOP_PYTHON:-{python}}}"
+if [ -x "$PY" ]; then exec "$PY" -I -S -c "{code}" "$0" "$@"; fi
+{fallback}
+"""
+HOOK_FALLBACK = "cat >/dev/null; printf '{\"continue\":true}'; exit 0"
+CLI_FALLBACK = 'echo "intent-loop: no Python at $PY; set INTENT_LOOP_PYTHON to a Python 3.11+ interpreter" >&2; exit 1'
+
+
+def _sh_double_quoted(text):
+    """Escape the four characters that stay special inside a POSIX sh double-quoted string."""
+    for char in ("\\", '"', "$", "`"):
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _embedded_data_root_source():
+    import ast
+
+    source = (ROOT / "lib" / "intent_loop" / "_data_root.py").read_text()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):  # drop docstrings: they only lengthen the launcher
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def stage_site_packages(stage):
+    """lib/intent_loop, hooks/ and orjson, copied without caches, in a fresh directory."""
+    import orjson
+
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "lib" / "intent_loop", stage / "intent_loop", ignore=ignore)
+    shutil.copytree(ROOT / "hooks", stage / "hooks", ignore=ignore)
+    shutil.copytree(Path(orjson.__file__).parent, stage / "orjson", ignore=ignore)
+
+
+def build_binary(name, stage, out_dir, python):
+    import zipfile
+
+    module, function, is_hook = BINARIES[name]
+    pyz = CACHE / "build" / f"{name}.pyz"
+    env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+    run([venv_python(), "-m", "shiv", "--site-packages", stage, "-e", f"{module}:{function}",
+         "-o", pyz, "--reproducible", "--no-modify", "-p", "/bin/sh"], env=env, stdout=subprocess.DEVNULL)
+    data = pyz.read_bytes()
+    with zipfile.ZipFile(pyz) as archive:
+        build_id = json.loads(archive.read("environment.json"))["build_id"]
+    code = LAUNCHER_CODE.format(data_root_source=_embedded_data_root_source(), build_id=build_id,
+                                module=module, function=function, is_hook=is_hook)
+    prefix = LAUNCHER_SH.format(name=name, python=python, code=_sh_double_quoted(code),
+                                fallback=HOOK_FALLBACK if is_hook else CLI_FALLBACK)
+    out = out_dir / name
+    tmp = out.with_suffix(".tmp")
+    tmp.write_bytes(prefix.encode() + data[data.index(b"\n") + 1 :])
+    tmp.chmod(0o755)
+    os.replace(tmp, out)
+    return out
+
+
+def build_all():
+    python = os.path.realpath(sys.executable)
+    stage = CACHE / "build" / "site-packages"
+    stage_site_packages(stage)
+    DIST.mkdir(exist_ok=True)
+    return [build_binary(name, stage, DIST, python) for name in BINARIES]
+
+
+def cmd_build(_args):
+    for path in build_all():
         print(f"built {path.relative_to(ROOT)}")
     return 0
 

@@ -1,9 +1,11 @@
 """Codex SessionStart hook: answers fail-open with the user's recorded intent where there is some."""
 from intent_loop.hook_handlers import session_start
 from intent_loop.hook_runtime import run_hook
+from intent_loop.runtime_cache import finish_extraction
 
 
 def main():
+    finish_extraction()
     run_hook("SessionStart", session_start)
 
 

@@ -43,7 +43,8 @@ _PREFIXED_MIN_RUN = 16
 _HIGH_ENTROPY_MIN_RUN = 24
 _MIN_ENTROPY_BITS = 3.5
 _PLACEHOLDER_WORDS = frozenset(("none", "null", "nil", "true", "false", "undefined"))
-_SYMBOLS = frozenset("!@#%^&*+=~?")
+_DIGITS = frozenset("0123456789")
+_DIGITS_AND_SYMBOLS = _DIGITS | frozenset("!@#%^&*+=~?")
 
 _passes = None
 
@@ -96,22 +97,34 @@ def _compile_passes():
     keywords = "|".join(re.escape(word) for word in sorted(_ASSIGNMENT_KEYWORDS, key=len, reverse=True))
     body = "[A-Za-z0-9+/_-]"
     flags = re.ASCII  # ASCII-only classes and case folding keep the str.lower() pre-filter exact
+    # A leading one-character lookahead lets the regex engine skip ahead by first character,
+    # which an alternation (especially a case-insensitive one) otherwise prevents: ~10x faster.
+    prefixed_starts = _first_chars(prefix for _kind, prefixes, _pattern in _PREFIXED_FAMILIES for prefix in prefixes)
+    keyword_starts = _first_chars(_ASSIGNMENT_KEYWORDS, any_case=True)
     return (
         # Lazy body with END-or-end-of-text: one linear scan per BEGIN line, never a backtrack.
         (re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
                     r"(?:-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----|\Z)", flags),
          _marker("private_key")),
         (re.compile(r"://(?<=[A-Za-z0-9]://)[^\s/?#\[\]]++", flags), _redact_url_userinfo),
-        (re.compile(rf"(?<![A-Za-z0-9_-])(?:{prefixed})(?![A-Za-z0-9_-])", flags), _redact_prefixed),
-        (re.compile(r"(?i)\b(?:bearer|authorization:[ \t]*basic)[ \t]+(?P<token>[A-Za-z0-9._~+/-]{16,}+=*+)",
+        (re.compile(rf"(?={prefixed_starts})(?<![A-Za-z0-9_-])(?:{prefixed})(?![A-Za-z0-9_-])", flags), _redact_prefixed),
+        (re.compile(r"(?=[BbAa])\b(?i:bearer|authorization:[ \t]*basic)[ \t]+(?P<token>[A-Za-z0-9._~+/-]{16,}+=*+)",
                     flags), _redact_bearer),
-        (re.compile(rf"(?i)(?:{keywords})(?:[\"']?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+is[ \t]+)"
+        (re.compile(rf"(?={keyword_starts})(?i:{keywords})(?:[\"']?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+(?i:is)[ \t]+)"
                     r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)*+)\"|'(?P<sq>(?:[^'\\\n]|\\.)*+)'"
                     r"|(?P<bare>[^\s\"'`,;&()\[\]{}<>]++))", flags), _redact_assignment),
         # `=` only as trailing padding, so `name=value` is judged as `value` alone.
         (re.compile(rf"(?<!{body})(?={body}*?[A-Z])(?={body}*?[a-z])(?={body}*?[0-9]){body}{{24,}}+=*+", flags),
          partial(_redact_high_entropy, word_run=re.compile("[A-Z]?[a-z]{4,}", flags))),
     )
+
+
+def _first_chars(words, *, any_case=False):
+    """A character class of the words' first characters (both cases when `any_case`)."""
+    firsts = {word[0] for word in words}
+    if any_case:
+        firsts |= {char.upper() for char in firsts} | {char.lower() for char in firsts}
+    return "[" + "".join(sorted(firsts)) + "]"
 
 
 def _redact_url_userinfo(match):
@@ -129,17 +142,15 @@ def _redact_prefixed(match):
 
 def _redact_bearer(match):
     token = match.group("token")
-    has_digit = any(ch.isdigit() for ch in token)
-    if not (has_digit or (len(token) >= 20 and not token.islower() and not token.isupper())):
-        return match.group()
+    looks_random = not _DIGITS.isdisjoint(token) or (len(token) >= 20 and not token.islower() and not token.isupper())
+    if not looks_random:
+        return match.group()  # `Bearer AuthenticationScheme` in prose
     return match.group()[: match.start("token") - match.start()] + _marker("bearer_token")
 
 
 def _redact_assignment(match):
-    for group in ("dq", "sq", "bare"):
-        value = match.group(group)
-        if value is not None:
-            break
+    group = match.lastgroup
+    value = match.group(group)
     if _is_placeholder(value) or (group == "bare" and not _looks_like_bare_secret(match, value)):
         return match.group()
     offset = match.start()
@@ -148,29 +159,29 @@ def _redact_assignment(match):
 
 
 def _is_placeholder(value):
-    """Empty, `<...>`, `${VAR}`/`$VAR`/`$(cmd)`, `{{...}}`, None/null/true/false, masks, markers."""
-    rest = value
-    for kind in KINDS:
-        rest = rest.replace(_marker(kind), "")
-    rest = rest.strip()
-    if len(rest) < 3 or rest.lower() in _PLACEHOLDER_WORDS:
+    """Shorter than 3, `<...>`, `{...}`, `${VAR}`/`$VAR`/`$(cmd)`, None/null/true/false, masks, markers."""
+    if "[REDACTED:" in value:
+        for kind in KINDS:
+            value = value.replace(_marker(kind), "")
+    value = value.strip()
+    if len(value) < 3 or value.lower() in _PLACEHOLDER_WORDS:
         return True
-    if (rest[0], rest[-1]) in (("<", ">"), ("{", "}")) or rest.startswith(("${", "$(")):
+    if (value[0], value[-1]) in (("<", ">"), ("{", "}")) or value.startswith(("${", "$(")):
         return True
-    if rest[0] == "$" and rest[1:].replace("_", "a").isalnum():
+    if value[0] == "$" and value[1:].replace("_", "a").isalnum():
         return True
-    return not rest.strip("*xX.•")
+    return not value.strip("*xX.")
 
 
 def _looks_like_bare_secret(match, value):
-    """Unquoted values must contain a digit or symbol, unless written env-style: `API_KEY=value`."""
+    """Unquoted values need a digit or symbol (`token: str` is a type), unless env-style `API_KEY=value`."""
     if match.string[match.end():match.end() + 1] in ("(", "["):
         return False  # a call or subscript: code, not a literal value
     head = match.group()[: match.start("bare") - match.start()]
     key = head[:-1].replace("-", "_")
     if head.endswith("=") and key.isupper() and key.isidentifier():
         return True
-    return len(value) >= 4 and any(ch.isdigit() or ch in _SYMBOLS for ch in value)
+    return len(value) >= 4 and not _DIGITS_AND_SYMBOLS.isdisjoint(value)
 
 
 def _redact_high_entropy(match, *, word_run):

@@ -1,0 +1,93 @@
+"""What every command shares: where output goes, the project of the cwd, the task to act on."""
+import os
+import sys
+import time
+
+from intent_loop.canonical import dumps
+from intent_loop.command_runner import REDUCER
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.ledger import load_verified
+from intent_loop.paths import project_paths, resolve_data_root
+from intent_loop.tasks import resolve_task
+
+CLI_DEADLINE = 10.0  # seconds a command may wait for the project lock and work
+USAGE_CODES = frozenset((ErrorCode.INVALID_ARGUMENT,))
+
+
+class Console:
+    """stdout/stderr, the environment and the cwd; tests pass their own."""
+
+    def __init__(self, *, stdout=None, stderr=None, env=None, cwd=None):
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        self.env = dict(os.environ) if env is None else env
+        self.cwd = cwd or os.getcwd()
+
+    def out(self, text=""):
+        self.stdout.write(text if text.endswith("\n") else text + "\n")
+
+    def err(self, text):
+        self.stderr.write(text if text.endswith("\n") else text + "\n")
+
+    def json(self, value):
+        """Stable JSON for machines: sorted keys, two-space indent."""
+        import json  # only the CLI pays for it
+
+        self.out(json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False))
+
+    def is_terminal(self):
+        return hasattr(self.stderr, "isatty") and self.stderr.isatty()
+
+    def progress(self, done, total):
+        """Progress for long operations on a terminal; quiet when piped."""
+        if self.is_terminal() and total:
+            self.stderr.write(f"\r{100 * done // total:3d}%")
+            self.stderr.flush()
+
+
+def report_error(console, exc, *, as_json=False):
+    if as_json:
+        console.json({"ok": False, "error": exc.to_dict()})
+    else:
+        console.err(f"intent-loop: {exc.code}: {exc.message}")
+    return 2 if exc.code in USAGE_CODES else 1
+
+
+def deadline():
+    return time.monotonic() + CLI_DEADLINE
+
+
+def data_root(console):
+    """(root, how_chosen) for this process's environment."""
+    return resolve_data_root(console.env, executable=sys.argv[0] if sys.argv else None)
+
+
+def current_project(console):
+    root, _how = data_root(console)
+    return project_paths(root, console.cwd)
+
+
+def load_state(paths):
+    return load_verified(paths, REDUCER).state
+
+
+def pick_task(state, task_option):
+    """--task ID (a unique prefix) or the most recently changed task."""
+    if task_option:
+        return resolve_task(state, task_option)
+    newest = state["last_change"]["task_id"]
+    if newest is None:
+        raise IntentLoopError(ErrorCode.NO_TASK, "this project has no task yet; `intent-loop claim add goal <text>` starts one")
+    return newest
+
+
+def add_json_flag(parser):
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def add_task_option(parser):
+    parser.add_argument("--task", metavar="ID", help="a task id or unique prefix (default: the most recently changed task)")
+
+
+def stable_dumps(value):
+    return dumps(value)
