@@ -7,7 +7,6 @@ still hashes to the recorded hash, or, after an append, when that line is still 
 import os
 
 from intent_loop import paths as paths_mod
-from intent_loop.atomic import replace_atomically
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
 
@@ -101,6 +100,8 @@ def save(paths, reducer, verified, st):
         },
         "state": verified.state,
     }
+    from intent_loop.atomic import replace_atomically
+
     try:
         replace_atomically(os.path.join(paths.cache_dir, STATE_FILE), canonical_bytes(doc), durable=False)
     except IntentLoopError:

@@ -5,14 +5,15 @@ one answer Codex accepts. Sessions with no linked task leave no trace.
 """
 import os
 
-from intent_loop import checkpoint, command_runner
-from intent_loop.atomic import replace_atomically
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
-from intent_loop.claims import is_opaque_id
 from intent_loop.errors import IntentLoopError
-from intent_loop.ledger import Transaction, load_verified, mutate
+from intent_loop.ledger import load_verified
 from intent_loop.paths import project_paths, resolve_data_root
-from intent_loop.tasks import Plan, observe
+from intent_loop.state import ProjectReducer
+
+# Only what every call needs is imported here; command handling, views, publishing and
+# redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
+REDUCER = ProjectReducer()
 
 SESSION_DOMAIN = "intent-loop-session-v1\0"
 RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in this project and is not "
@@ -36,7 +37,7 @@ class HookContext:
         self.paths = project_paths(root, cwd)
         self.workspace = self.paths.root
         self.session = session_hash(session_id)
-        self.state = load_verified(self.paths, command_runner.REDUCER).state
+        self.state = load_verified(self.paths, REDUCER).state
 
     def linked_task(self):
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
@@ -45,6 +46,8 @@ class HookContext:
         """Record (in the deletable cache) which view this session has already been shown."""
         path = os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
         if os.path.isdir(self.paths.cache_dir):
+            from intent_loop.atomic import replace_atomically
+
             try:
                 replace_atomically(path, canonical_bytes({"view_sha256": sha256_hex(text.encode())}), durable=False)
             except IntentLoopError:
@@ -61,6 +64,7 @@ class HookContext:
 
 def _source(kind, opaque_id, text):
     """A validated opaque host id is the source identity; else the hash of the REDACTED text."""
+    from intent_loop.claims import is_opaque_id
     from intent_loop.redact import has_secret, redact
 
     if is_opaque_id(opaque_id) and not has_secret(opaque_id):
@@ -78,6 +82,10 @@ def _is_recording(ctx, task):
 def session_start(payload, runtime):
     """Read-only: re-inject the user's recorded intent, or hint that `intent: resume` exists."""
     ctx = HookContext(payload, runtime)
+    if not ctx.state["tasks"]:
+        return None
+    from intent_loop import command_runner
+
     task_id, text = command_runner.session_context(ctx.state, ctx.paths, ctx.session)
     if text is not None:
         ctx.remember_view(text)
@@ -118,6 +126,9 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     if not _is_recording(ctx, task):
         return None
     source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
+    from intent_loop import command_runner
+    from intent_loop.ledger import mutate
+    from intent_loop.tasks import Plan, observe
 
     def plan(state):
         p = Plan(state, now="")
@@ -125,7 +136,7 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
                 source=source, char_count=len(prompt), actor=actor)
         return p.drafts
 
-    mutate(ctx.paths, command_runner.REDUCER, request_id=_prompt_request_id(ctx, payload, prompt),
+    mutate(ctx.paths, REDUCER, request_id=_prompt_request_id(ctx, payload, prompt),
            operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline)
     if actor == "agent":
         return None
@@ -137,6 +148,7 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
 
 
 def _run_prompt_commands(payload, runtime, prompt):
+    from intent_loop import command_runner
     from intent_loop.commands import parse_prompt
 
     ctx = HookContext(payload, runtime)
@@ -146,11 +158,13 @@ def _run_prompt_commands(payload, runtime, prompt):
         ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
         request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
         workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)})
-    state = load_verified(ctx.paths, command_runner.REDUCER).state
+    state = load_verified(ctx.paths, REDUCER).state
     return _receipt_answer(ctx, state, receipt)
 
 
 def _receipt_answer(ctx, state, receipt):
+    from intent_loop import command_runner
+
     parts = []
     if receipt.lines or receipt.rejected:
         parts.append("intent-loop receipt:\n" + "\n".join(
@@ -176,6 +190,10 @@ def stop(payload, runtime):
     task = ctx.linked_task()
     if not _is_recording(ctx, task):
         return None
+    from intent_loop import command_runner
+    from intent_loop.ledger import Transaction, mutate
+    from intent_loop.tasks import Plan, observe
+
     message = payload.get("last_assistant_message")
     source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
     turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
@@ -190,11 +208,11 @@ def stop(payload, runtime):
     def after_commit(tx, _events):
         command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
 
-    events, replayed = mutate(ctx.paths, command_runner.REDUCER, request_id=request_id, operation="stop",
+    events, replayed = mutate(ctx.paths, REDUCER, request_id=request_id, operation="stop",
                               params={"source": source}, plan=plan, deadline=ctx.deadline,
                               after_commit=after_commit)
     if replayed:  # a retried Stop still makes sure the file is current
-        with Transaction(ctx.paths, command_runner.REDUCER, deadline=ctx.deadline) as tx:
+        with Transaction(ctx.paths, REDUCER, deadline=ctx.deadline) as tx:
             command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
     return None
 

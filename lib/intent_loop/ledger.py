@@ -8,11 +8,10 @@ verified checkpoint, so a call only verifies the lines appended since that check
 import os
 import time
 
+
 from intent_loop import checkpoint, paths as paths_mod
-from intent_loop.atomic import replace_atomically
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.lock import ProjectLock
 
 SCHEMA_VERSION = 1
 ENVELOPE_KEYS = frozenset((
@@ -308,6 +307,8 @@ class Transaction:
         return self.verified.state
 
     def __enter__(self):
+        from intent_loop.lock import ProjectLock  # mutations only: reads never lock
+
         paths_mod.ensure_project_layout(self.paths)
         self.lock = ProjectLock(self.paths.dir, deadline=self.deadline)
         self.lock.acquire()
@@ -418,6 +419,13 @@ class Transaction:
         self.data = new_data
         self.verified = fresh
         self._save_cache()
+
+
+def replace_atomically(path, data, **kwargs):
+    """Lazy proxy: the read path (every hook) never needs the write machinery."""
+    from intent_loop.atomic import replace_atomically as replace
+
+    return replace(path, data, **kwargs)
 
 
 def _remove_orphan_temps(paths):

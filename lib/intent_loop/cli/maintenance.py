@@ -31,3 +31,289 @@ def cmd_verify(args, console):
     else:
         console.out(f"ledger OK: {verified.count} events, {verified.size} bytes, last hash {verified.last_hash}")
     return 0
+
+
+# -- doctor and recover ------------------------------------------------------------------------
+import os  # noqa: E402  (kept below verify so its part of the module stays as it was)
+import sys  # noqa: E402
+import time  # noqa: E402
+
+from intent_loop import lock as lock_mod, provider  # noqa: E402
+from intent_loop._data_root import ROOT_SUFFIX  # noqa: E402
+from intent_loop.canonical import canonical_bytes, sha256_hex  # noqa: E402
+from intent_loop.cli.common import data_root, deadline, load_state  # noqa: E402
+from intent_loop.errors import ErrorCode  # noqa: E402
+from intent_loop.ledger import check_line, is_project_present  # noqa: E402
+from intent_loop.paths import ProjectPaths, check_regular_file, ensure_project_layout  # noqa: E402
+
+_HOOK_MARK = "intent-loop-"
+_BINARIES = ("intent-loop", "intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop")
+
+
+def _register_more(subparsers):
+    p = subparsers.add_parser("doctor", help="every check a user could trip over, each with its next action",
+                              description="Data root and other candidate roots, hooks, interpreter, chain "
+                                          "verification of every project, lock residue, quarantine, Guard file "
+                                          "state, recent hook failures. Reports hold counts, sizes and hashes, "
+                                          "never claim text. Exit 1 when a check fails.")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_doctor)
+    p = subparsers.add_parser("recover", help="cut a damaged ledger back to its verified prefix (dry run by default)",
+                              description="Without options: report the verified prefix and the first bad line, "
+                                          "write nothing. --export FILE writes the verified prefix to FILE. "
+                                          "--apply moves the damaged suffix to quarantine/ (0600, with a manifest) "
+                                          "and replaces the ledger with exactly the verified prefix.")
+    p.add_argument("--export", metavar="FILE", help="write the verified prefix bytes to FILE (must not exist)")
+    p.add_argument("--apply", action="store_true", help="replace the ledger with its verified prefix")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_recover)
+
+
+_register_verify = register
+
+
+def register(subparsers):  # noqa: F811  (verify first, then doctor and recover)
+    _register_verify(subparsers)
+    _register_more(subparsers)
+
+
+def _check(name, ok, detail, next_action=None):
+    return {"name": name, "ok": bool(ok), "detail": detail, "next_action": None if ok else next_action}
+
+
+def _candidate_roots(env):
+    roots = []
+    for base in (env.get("CODEX_HOME"), os.path.join(env["HOME"], ".codex") if env.get("HOME") else None):
+        if base and os.path.isabs(base):
+            roots.append(os.path.join(base, *ROOT_SUFFIX))
+    return roots
+
+
+def _projects(root):
+    directory = os.path.join(root, "projects")
+    try:
+        return sorted(n for n in os.listdir(directory) if os.path.isdir(os.path.join(directory, n)))
+    except OSError:
+        return []
+
+
+def _hooks_check(env):
+    files = []
+    for base in (env.get("CODEX_HOME"), os.path.join(env["HOME"], ".codex") if env.get("HOME") else None):
+        if base and os.path.isabs(base):
+            path = os.path.join(base, "hooks.json")
+            if path not in files:
+                files.append(path)
+    found = []
+    for path in files:
+        try:
+            with open(path, "rb") as fh:
+                if _HOOK_MARK.encode() in fh.read():
+                    found.append(path)
+        except OSError:
+            continue
+    detail = f"hooks installed in {', '.join(found)}" if found else f"no intent-loop hooks in {', '.join(files) or 'any hooks.json'}"
+    return _check("hooks_installed", found, detail, "run `intent-loop install` and trust the hooks in Codex")
+
+
+def _binary_dirs():
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.normpath(os.path.join(here, "..", "..", "..", "dist"))]
+    if sys.argv and sys.argv[0]:
+        candidates.insert(0, os.path.dirname(os.path.realpath(sys.argv[0])))
+    return [d for d in dict.fromkeys(candidates) if os.path.isfile(os.path.join(d, "intent-loop"))]
+
+
+def _interpreter_check():
+    problems, seen = [], 0
+    for directory in _binary_dirs():
+        for name in _BINARIES:
+            path = os.path.join(directory, name)
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(4096)
+            except OSError:
+                problems.append(f"{name} missing in {directory}")
+                continue
+            marker = head.find(b':-')
+            end = head.find(b'}', marker)
+            if marker < 0 or end < 0:
+                problems.append(f"{name}: no recorded interpreter")
+                continue
+            seen += 1
+            interpreter = head[marker + 2:end].decode("utf-8", "replace")
+            if not os.access(interpreter, os.X_OK):
+                problems.append(f"{name}: interpreter {interpreter} does not exist")
+    if not seen and not problems:
+        return _check("interpreter", True, "no built binaries found next to this command")
+    detail = "; ".join(problems) if problems else f"{seen} binaries name an existing interpreter"
+    return _check("interpreter", not problems, detail, "rebuild with `python3 build.py` or set INTENT_LOOP_PYTHON")
+
+
+def _lock_residue(project_dir):
+    try:
+        return sorted(n for n in os.listdir(project_dir) if n == "ledger.lock" or n.startswith("ledger.lock."))
+    except OSError:
+        return []
+
+
+def _quarantine(project_dir):
+    count = size = 0
+    try:
+        for name in os.listdir(os.path.join(project_dir, "quarantine")):
+            st = os.lstat(os.path.join(project_dir, "quarantine", name))
+            count += 1
+            size += st.st_size
+    except OSError:
+        pass
+    return count, size
+
+
+def cmd_doctor(args, console):
+    checks = []
+    try:
+        root, how = data_root(console)
+        checks.append(_check("data_root", True, f"{root} (chosen by {how}), {len(_projects(root))} projects"))
+    except IntentLoopError as exc:
+        root = None
+        checks.append(_check("data_root", False, exc.message, "set CODEX_HOME or INTENT_LOOP_DATA_DIR, or create ~/.codex"))
+    others = [r for r in _candidate_roots(console.env) if r != root and _projects(r)]
+    checks.append(_check("other_roots", not others,
+                         "no other candidate root holds projects" if not others else
+                         "other roots with projects: " + ", ".join(f"{r} ({len(_projects(r))})" for r in others),
+                         "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
+    checks.append(_hooks_check(console.env))
+    checks.append(_interpreter_check())
+    if root is not None:
+        broken, residue, q_count, q_bytes = [], [], 0, 0
+        project_ids = _projects(root)
+        for project_id in project_ids:
+            ppaths = ProjectPaths(root, project_id)
+            try:
+                verify_all(ppaths, REDUCER)
+            except IntentLoopError as exc:
+                broken.append(f"{project_id[:12]}: line {exc.line} {exc.code}")
+            names = _lock_residue(ppaths.dir)
+            residue.extend(f"{project_id[:12]}/{n}" for n in names)
+            count, size = _quarantine(ppaths.dir)
+            q_count, q_bytes = q_count + count, q_bytes + size
+        checks.append(_check("chains", not broken,
+                             f"{len(project_ids)} projects verified" if not broken else "damaged: " + "; ".join(broken),
+                             "run `intent-loop recover` in the damaged project's directory"))
+        checks.append(_check("lock_residue", not residue,
+                             "no lock directories left" if not residue else "left: " + ", ".join(residue),
+                             "if no intent-loop process runs, the next mutation cleans it; otherwise wait"))
+        checks.append(_check("quarantine", True, f"{q_count} files, {q_bytes} bytes"))
+        failures = 0
+        try:
+            with open(os.path.join(root, "logs", "hook-failures.jsonl"), "rb") as fh:
+                failures = sum(1 for _ in fh)
+        except OSError:
+            pass
+        checks.append(_check("hook_failures", failures == 0, f"{failures} hook failures logged",
+                             f"read {os.path.join(root, 'logs', 'hook-failures.jsonl')} (content-free)"))
+        try:
+            paths = current_project(console)
+            fstate = provider.read_file_state(provider.provider_path(paths.root, console.env), load_state(paths))
+            ok = fstate["kind"] != "ours" or not fstate.get("errors")
+            checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
+                                                                          fstate["kind"] == "ours" else ""),
+                                 "run `intent-loop contract publish`"))
+        except IntentLoopError as exc:
+            checks.append(_check("guard_file", False, exc.code, "run `intent-loop verify` and `intent-loop recover`"))
+    ok = all(c["ok"] for c in checks)
+    if args.json:
+        console.json({"ok": ok, "checks": checks})
+    else:
+        for c in checks:
+            console.out(f"[{'ok' if c['ok'] else 'FAIL'}] {c['name']}: {c['detail']}")
+            if c["next_action"]:
+                console.out(f"       next: {c['next_action']}")
+    return 0 if ok else 1
+
+
+def verified_prefix(data, project_id):
+    """(prefix_bytes, line_count, first_error or None): fold lines with check_line until the first error."""
+    offset, line_no, prev = 0, 0, None
+    while offset < len(data):
+        stop = data.find(b"\n", offset)
+        if stop < 0:
+            return data[:offset], line_no, IntentLoopError(
+                ErrorCode.LEDGER_TORN_TAIL, f"line {line_no + 1}: a partial last line without LF", line=line_no + 1)
+        try:
+            event = check_line(data[offset:stop], line_no=line_no + 1, project_id=project_id, prev_hash=prev)
+        except IntentLoopError as exc:
+            return data[:offset], line_no, exc
+        prev = event["event_hash"]
+        line_no += 1
+        offset = stop + 1
+    return data, line_no, None
+
+
+def _read_bytes(path):
+    if check_regular_file(path) is None:
+        return b""
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def cmd_recover(args, console):
+    paths = current_project(console)
+    if args.export and os.path.lexists(args.export):
+        raise IntentLoopError(ErrorCode.FILE_EXISTS, f"{args.export} exists; choose a new file name")
+    data = _read_bytes(paths.ledger) if is_project_present(paths) else b""
+    prefix, count, error = verified_prefix(data, paths.project_id)
+    result = {"project_id": paths.project_id, "ledger_bytes": len(data), "verified_lines": count,
+              "verified_bytes": len(prefix), "suffix_bytes": len(data) - len(prefix),
+              "first_bad_line": error.line if error else None, "error": error.to_dict() if error else None,
+              "applied": False, "exported": None, "quarantine": None}
+    if args.export:
+        from intent_loop.atomic import replace_atomically
+
+        replace_atomically(os.path.abspath(args.export), prefix)
+        result["exported"] = args.export
+    if args.apply and error is not None:
+        result.update(_apply(paths, console))
+    if args.json:
+        console.json(result)
+    else:
+        if error is None:
+            console.out(f"ledger OK: {count} lines, {len(prefix)} bytes; nothing to recover")
+        else:
+            console.out(f"verified prefix: {count} lines, {len(prefix)} bytes; first bad line {error.line}: "
+                        f"{error.code}; damaged suffix: {result['suffix_bytes']} bytes")
+        if result["exported"]:
+            console.out(f"exported the verified prefix to {result['exported']}")
+        if result["applied"]:
+            console.out(f"ledger cut to {result['verified_lines']} lines; suffix moved to {result['quarantine']}")
+        elif error is not None and not args.apply:
+            console.out("dry run: nothing changed; `intent-loop recover --apply` cuts the ledger back")
+    return 0
+
+
+def _apply(paths, console):
+    """Under the project lock: quarantine the suffix with a manifest, then keep exactly the prefix."""
+    from intent_loop.atomic import replace_atomically
+
+    ensure_project_layout(paths)
+    with lock_mod.ProjectLock(paths.dir, deadline=deadline()) as held:
+        held.clean_residue()
+        data = _read_bytes(paths.ledger)  # re-read under the lock
+        prefix, count, error = verified_prefix(data, paths.project_id)
+        if error is None:
+            return {"applied": False, "verified_lines": count}
+        suffix = data[len(prefix):]
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
+        base = os.path.join(paths.quarantine_dir, stamp)
+        manifest = {"kind": "recovered_suffix", "byte_length": len(suffix), "sha256": sha256_hex(suffix),
+                    "offset": len(prefix), "first_bad_line": error.line, "error_code": error.code,
+                    "reason": error.message, "verified_lines": count}
+        replace_atomically(base + "-suffix.jsonl", suffix, mode=0o600)
+        replace_atomically(base + "-suffix.manifest.json", canonical_bytes(manifest) + b"\n", mode=0o600)
+        replace_atomically(paths.ledger, prefix)
+        try:
+            os.unlink(os.path.join(paths.cache_dir, "state.json"))
+        except FileNotFoundError:
+            pass
+    return {"applied": True, "verified_lines": count, "verified_bytes": len(prefix),
+            "quarantine": base + "-suffix.jsonl", "manifest": manifest}

@@ -1,0 +1,226 @@
+"""Claim commands from the terminal: claim add|replace|drop, candidate list|confirm|dismiss, private|off|on.
+
+Each mutation is a direct user action with a fresh request id `cli:<uuid>`; the Guard file is
+refreshed inside the same locked transaction.
+"""
+import time
+
+from intent_loop import tasks
+from intent_loop.cli.common import add_json_flag, add_task_option, current_project, deadline, load_state, pick_task
+from intent_loop.command_runner import REDUCER, refresh_quietly
+from intent_loop.commands import CLAIM_VERBS, build_claim, verb_for_claim
+from intent_loop.ledger import mutate, new_uuid4, rfc3339_utc
+
+
+def register(subparsers):
+    p = subparsers.add_parser("claim", help="add, replace or drop a claim (as the `intent:` verbs do)",
+                              description="Record what you ask for from the terminal; the same validation and "
+                                          "receipts as `intent:` lines in a prompt.")
+    sub = p.add_subparsers(dest="claim_command", metavar="ACTION")
+    a = sub.add_parser("add", help="record a claim: VERB TEXT...",
+                       description=f"VERB is one of: {', '.join(CLAIM_VERBS)}. Without a task, a goal starts one.")
+    a.add_argument("verb", metavar="VERB")
+    a.add_argument("text", nargs="+", metavar="TEXT")
+    add_task_option(a)
+    add_json_flag(a)
+    a.set_defaults(func=cmd_claim_add)
+    r = sub.add_parser("replace", help="replace an active claim: ID TEXT...",
+                       description="Supersede the claim with a new one of the same kind.")
+    r.add_argument("claim", metavar="ID")
+    r.add_argument("text", nargs="+", metavar="TEXT")
+    add_task_option(r)
+    add_json_flag(r)
+    r.set_defaults(func=cmd_claim_replace)
+    d = sub.add_parser("drop", help="invalidate an active claim: ID", description="The claim stays in the history.")
+    d.add_argument("claim", metavar="ID")
+    add_task_option(d)
+    add_json_flag(d)
+    d.set_defaults(func=cmd_claim_drop)
+    p.set_defaults(func=_group_help(p))
+
+    p = subparsers.add_parser("candidate", help="long-term candidates: list, confirm or dismiss",
+                              description="A statement repeated in three tasks becomes a candidate; only your "
+                                          "confirmation turns it into a durable claim.")
+    sub = p.add_subparsers(dest="candidate_command", metavar="ACTION")
+    lst = sub.add_parser("list", help="open candidates", description="Open candidates with their task counts.")
+    add_json_flag(lst)
+    lst.set_defaults(func=cmd_candidate_list)
+    for name, func, text in (("confirm", cmd_candidate_confirm, "make a candidate a durable claim of the task"),
+                             ("dismiss", cmd_candidate_dismiss, "never propose this candidate again")):
+        c = sub.add_parser(name, help=text, description=text)
+        c.add_argument("candidate", metavar="ID")
+        add_task_option(c)
+        add_json_flag(c)
+        c.set_defaults(func=func)
+    p.set_defaults(func=_group_help(p))
+
+    for mode, text in (("private", "record and show nothing for the task until `on`"),
+                       ("off", "switch intent-loop off for the task"),
+                       ("on", "record and show the task again")):
+        m = subparsers.add_parser(mode, help=text, description=f"Set the task's mode to {mode}: {text}.")
+        add_task_option(m)
+        add_json_flag(m)
+        m.set_defaults(func=cmd_mode, mode=mode)
+
+
+def _group_help(parser):
+    def show_help(args, console):
+        console.out(parser.format_help())
+        return 2
+    return show_help
+
+
+def _run(console, *, operation, params, step):
+    """One locked mutation: `step(plan, state) -> info dict`; returns (info, events, publication)."""
+    paths = current_project(console)
+    request_id = f"cli:{new_uuid4()}"
+    holder = {}
+
+    def plan(state):
+        the_plan = tasks.Plan(state, now=rfc3339_utc(time.time()))
+        holder["info"] = step(the_plan, request_id)
+        return the_plan.drafts
+
+    def after_commit(tx, events):
+        holder["publication"] = refresh_quietly(tx, workspace=paths.root, env=console.env) if events else None
+
+    events, _replayed = mutate(paths, REDUCER, request_id=request_id, operation=operation, params=params,
+                               plan=plan, deadline=deadline(), after_commit=after_commit)
+    return holder["info"], events, holder.get("publication")
+
+
+def _source_ref(request_id):
+    return {"kind": "user_event", "event_id": request_id}
+
+
+def _receipt(console, args, info, events, publication, line):
+    result = dict(info, ok=True, events=[e["event_type"] for e in events], publication=publication)
+    if args.json:
+        console.json(result)
+        return 0
+    console.out(line)
+    if publication and publication.get("action") not in (None, "unchanged", "absent"):
+        extra = f" v{publication['version']}" if publication.get("version") else ""
+        reason = f" ({publication['reason']})" if publication.get("reason") else ""
+        console.out(f"guard contract: {publication['action']}{extra}{reason}")
+    return 0
+
+
+def _task_for(plan, option):
+    if option:
+        return tasks.resolve_task(plan.state, option)
+    return pick_task(plan.state, None)
+
+
+def cmd_claim_add(args, console):
+    facet, scope, statement = build_claim(args.verb, " ".join(args.text))  # validate before locking
+    project_id = current_project(console).project_id
+
+    def step(plan, request_id):
+        claim = tasks.user_claim(plan, statement=statement, facets=[facet], scope=scope,
+                                 source_ref=_source_ref(request_id))
+        if args.task or plan.state["last_change"]["task_id"] is not None:
+            task_id = _task_for(plan, args.task)
+            tasks.add_claim(plan, task_id=task_id, claim=claim)
+            started = False
+        else:
+            task_id = tasks.derived_task_id(project_id, request_id)
+            tasks.start_task(plan, task_id=task_id, initial_claims=[claim])
+            started = True
+        return {"task_id": task_id, "claim_id": claim["claim_id"], "started_task": started}
+
+    info, events, publication = _run(console, operation="cli.claim.add",
+                                     params={"verb": args.verb.lower(), "statement": statement, "task": args.task},
+                                     step=step)
+    started = f" (started task {info['task_id'][:8]})" if info["started_task"] else f" in task {info['task_id'][:8]}"
+    return _receipt(console, args, info, events, publication,
+                    f"recorded {args.verb.lower()} [{info['claim_id'][:8]}]{started}")
+
+
+def cmd_claim_replace(args, console):
+    text = " ".join(args.text)
+
+    def step(plan, request_id):
+        task_id = _task_for(plan, args.task)
+        task = plan.task(task_id)
+        old_id = tasks.resolve_claim(task, args.claim)
+        old = task["claims"][old_id]["claim"]
+        verb = verb_for_claim(old["statement"], old["facets"], old["scope"])
+        facet, scope, statement = build_claim(verb, text)
+        claim = tasks.user_claim(plan, statement=statement, facets=[facet], scope=scope,
+                                 source_ref=_source_ref(request_id))
+        tasks.replace_claims(plan, task_id=task_id, old_ids=[old_id], claim=claim)
+        return {"task_id": task_id, "claim_id": claim["claim_id"], "replaced": old_id}
+
+    info, events, publication = _run(console, operation="cli.claim.replace",
+                                     params={"claim": args.claim, "text": text, "task": args.task}, step=step)
+    return _receipt(console, args, info, events, publication,
+                    f"replaced [{info['replaced'][:8]}] with [{info['claim_id'][:8]}] in task {info['task_id'][:8]}")
+
+
+def cmd_claim_drop(args, console):
+    def step(plan, request_id):
+        task_id = _task_for(plan, args.task)
+        claim_id = tasks.resolve_claim(plan.task(task_id), args.claim)
+        tasks.invalidate_claim(plan, task_id=task_id, claim_id=claim_id)
+        return {"task_id": task_id, "claim_id": claim_id}
+
+    info, events, publication = _run(console, operation="cli.claim.drop",
+                                     params={"claim": args.claim, "task": args.task}, step=step)
+    return _receipt(console, args, info, events, publication,
+                    f"dropped [{info['claim_id'][:8]}] from task {info['task_id'][:8]}")
+
+
+def cmd_candidate_list(args, console):
+    state = load_state(current_project(console))
+    rows = sorted((c for c in state["candidates"].values() if c["state"] == "open"),
+                  key=lambda c: (c["seq"], c["candidate_id"]))
+    rows = [{"candidate_id": c["candidate_id"], "statement": c["statement"], "facets": c["facets"],
+             "task_count": c["task_count"]} for c in rows]
+    if args.json:
+        console.json({"candidates": rows})
+        return 0
+    if not rows:
+        console.out("no open candidates")
+    for c in rows:
+        console.out(f"[{c['candidate_id'][:8]}] {c['statement']} (seen in {c['task_count']} tasks)")
+    return 0
+
+
+def cmd_candidate_confirm(args, console):
+    def step(plan, request_id):
+        candidate = tasks.resolve_candidate(plan.state, args.candidate)
+        task_id = _task_for(plan, args.task)
+        claim = tasks.confirm_candidate(plan, task_id=task_id, candidate_id=candidate["candidate_id"],
+                                        source_ref=_source_ref(request_id))
+        return {"task_id": task_id, "candidate_id": candidate["candidate_id"], "claim_id": claim["claim_id"]}
+
+    info, events, publication = _run(console, operation="cli.candidate.confirm",
+                                     params={"candidate": args.candidate, "task": args.task}, step=step)
+    return _receipt(console, args, info, events, publication,
+                    f"confirmed candidate [{info['candidate_id'][:8]}] as durable claim [{info['claim_id'][:8]}]")
+
+
+def cmd_candidate_dismiss(args, console):
+    def step(plan, request_id):
+        candidate = tasks.resolve_candidate(plan.state, args.candidate)
+        task_id = _task_for(plan, args.task)
+        tasks.dismiss_candidate(plan, task_id=task_id, candidate_id=candidate["candidate_id"])
+        return {"task_id": task_id, "candidate_id": candidate["candidate_id"]}
+
+    info, events, publication = _run(console, operation="cli.candidate.dismiss",
+                                     params={"candidate": args.candidate, "task": args.task}, step=step)
+    return _receipt(console, args, info, events, publication, f"dismissed candidate [{info['candidate_id'][:8]}]")
+
+
+def cmd_mode(args, console):
+    def step(plan, request_id):
+        task_id = _task_for(plan, args.task)
+        changed = tasks.set_mode(plan, task_id=task_id, mode=args.mode)
+        return {"task_id": task_id, "mode": args.mode, "changed": changed}
+
+    info, events, publication = _run(console, operation="cli.mode", params={"mode": args.mode, "task": args.task},
+                                     step=step)
+    verb = "is now" if info["changed"] else "was already"
+    return _receipt(console, args, info, events, publication, f"task {info['task_id'][:8]} {verb} {args.mode}")
+

@@ -1,0 +1,145 @@
+"""The Guard contract: contract show | validate FILE | publish [--dry-run]."""
+from intent_loop import guard_contract, provider
+from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state
+from intent_loop.command_runner import REDUCER
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.ledger import Transaction
+
+_FAILED_ACTIONS = ("invalid", "foreign", "error")
+
+
+def register(subparsers):
+    p = subparsers.add_parser("contract", help="the Guard provider document: show, validate, publish",
+                              description="The contract intent-loop publishes for Execution Fidelity Guard.")
+    sub = p.add_subparsers(dest="contract_command", metavar="ACTION")
+    s = sub.add_parser("show", help="selected task, projection, hash, versions and file state",
+                       description="Which task the contract shows (or why none qualifies), its projection, "
+                                   "canonical hash, current and next version, the file state (bound, missing, "
+                                   "stale, invalid, foreign) and the shadowed tasks.")
+    add_json_flag(s)
+    s.set_defaults(func=cmd_show)
+    v = sub.add_parser("validate", help="check a file with Guard's rules (exit 1 listing every error)",
+                       description="Validate any provider document or TaskContractLite with every rule Guard enforces.")
+    v.add_argument("file", metavar="FILE")
+    add_json_flag(v)
+    v.set_defaults(func=cmd_validate)
+    b = sub.add_parser("publish", help="publish, rewrite or withdraw the contract file now",
+                       description="Refresh the Guard file under the project lock; --dry-run reports what "
+                                   "would happen and writes nothing.")
+    b.add_argument("--dry-run", action="store_true", help="compute and report without writing")
+    add_json_flag(b)
+    b.set_defaults(func=cmd_publish)
+
+    def show_help(args, console):
+        console.out(p.format_help())
+        return 2
+    p.set_defaults(func=show_help)
+
+
+def describe(state, paths, env):
+    """Everything `contract show` reports, computed without writing."""
+    path = provider.provider_path(paths.root, env)
+    task_id, reason = provider.select_task(state)
+    projection = digest = current = next_version = None
+    if task_id is not None:
+        task = state["tasks"][task_id]
+        projection = provider.projection_for(task, project_root=paths.root)
+        if projection is None:
+            reason = f"task {task_id[:8]} has no goal yet (`intent-loop claim add goal <text>`)"
+        else:
+            digest = guard_contract.projection_sha256(projection)
+            published = task.get("published")
+            current = published["version"] if published else None
+            if published is None:
+                next_version = 1
+            else:
+                next_version = current if published["sha256"] == digest else current + 1
+    fstate = provider.read_file_state(path, state)
+    kind = fstate["kind"]
+    if kind == "ours":
+        if fstate.get("errors"):
+            file_state = "invalid"
+        elif projection is not None and fstate["task_id"] == task_id and fstate["sha256"] == digest \
+                and fstate["version"] == next_version:
+            file_state = "bound"
+        else:
+            file_state = "stale"
+    else:
+        file_state = kind
+    return {
+        "task_id": task_id if projection is not None else None, "newest_task": task_id, "reason": reason,
+        "projection": projection, "snapshot_sha256": digest, "current_version": current,
+        "next_version": next_version, "path": path, "file_state": file_state,
+        "file": fstate, "shadowed_tasks": provider.shadowed_tasks(state, task_id if projection is not None else None),
+    }
+
+
+def _would(info):
+    """The action a publish would take, mirroring provider.refresh without writing."""
+    if info["projection"] is None:
+        return {"ours": "removed", "foreign": "foreign"}.get(info["file"]["kind"], "absent")
+    if info["file"]["kind"] == "foreign":
+        return "foreign"
+    if info["current_version"] is None or info["next_version"] != info["current_version"]:
+        return "published"
+    return "unchanged" if info["file_state"] == "bound" else "rewritten"
+
+
+def cmd_show(args, console):
+    paths = current_project(console)
+    info = describe(load_state(paths), paths, console.env)
+    if args.json:
+        console.json(info)
+        return 0
+    if info["task_id"] is None:
+        console.out(f"no task qualifies for the Guard contract: {info['reason']}")
+    else:
+        console.out(f"task {info['task_id'][:8]}: sha256 {info['snapshot_sha256']}, "
+                    f"current version {info['current_version'] or '-'}, next version {info['next_version']}")
+        console.out(guard_contract.render_document(info["projection"]).decode("utf-8").rstrip("\n"))
+    console.out(f"file {info['path']}: {info['file_state']}")
+    for error in info["file"].get("errors") or ():
+        console.out(f"  - {error}")
+    if info["shadowed_tasks"]:
+        console.out("shadowed tasks: " + ", ".join(t[:8] for t in info["shadowed_tasks"]))
+    return 0
+
+
+def cmd_validate(args, console):
+    try:
+        with open(args.file, "rb") as fh:
+            data = fh.read(guard_contract.MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"cannot read {args.file}: {exc.strerror}") from None
+    kind, _doc, errors = guard_contract.validate_document_bytes(data)
+    result = {"ok": not errors, "file": args.file, "kind": kind, "errors": list(errors)}
+    if args.json:
+        console.json(result)
+    elif errors:
+        console.out(f"{args.file}: INVALID {kind} document, {len(errors)} errors:")
+        for error in errors:
+            console.out(f"  - {error}")
+    else:
+        console.out(f"{args.file}: valid {kind} document")
+    return 1 if errors else 0
+
+
+def cmd_publish(args, console):
+    paths = current_project(console)
+    if args.dry_run:
+        info = describe(load_state(paths), paths, console.env)
+        result = {"dry_run": True, "action": _would(info), "task_id": info["task_id"],
+                  "version": info["next_version"], "sha256": info["snapshot_sha256"], "path": info["path"],
+                  "reason": info["reason"]}
+    else:
+        with Transaction(paths, REDUCER, deadline=deadline()) as tx:
+            result = dict(provider.refresh(tx, workspace=paths.root, env=console.env), dry_run=False)
+    failed = result["action"] in _FAILED_ACTIONS
+    if args.json:
+        console.json(dict(result, ok=not failed))
+    else:
+        prefix = "would be " if args.dry_run else ""
+        version = f" version {result['version']}" if result.get("version") else ""
+        reason = f": {result['reason']}" if result.get("reason") else ""
+        console.out(f"contract {prefix}{result['action']}{version} at {result['path']}{reason}")
+    return 1 if failed else 0

@@ -1,0 +1,133 @@
+"""Hook start-up benchmark: each built hook binary against `python3 -I -S -c pass`, interleaved.
+
+Prints, per realistic path and ledger size, the median and p95 of the hook as ratios to the
+floor measured in the same run, and the same for an empty `node -e ''`, plus the first-run
+extraction cost. Run with `python3 build.py bench` (it builds dist/ first).
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "lib"))
+
+from intent_loop import command_runner, ledger, tasks  # noqa: E402
+from intent_loop.hook_handlers import session_hash  # noqa: E402
+from intent_loop.paths import project_paths  # noqa: E402
+
+DIST = ROOT / "dist"
+PYTHON = os.path.realpath(sys.executable)
+SESSION = "01a22b43-73c0-7793-8e50-f1583941ed4b"
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "40"))
+
+
+def seed(data_root, workspace, events):
+    """A project whose session is linked to a task with claims and `events` ledger events."""
+    paths = project_paths(str(data_root), str(workspace))
+    source = {"kind": "user_event", "event_id": "seed"}
+    with ledger.Transaction(paths, command_runner.REDUCER, deadline=time.monotonic() + 60) as tx:
+        plan = tasks.Plan(tx.state, now=ledger.rfc3339_utc(time.time()))
+        claims = [tasks.user_claim(plan, statement=s, facets=[f], scope="task", source_ref=source)
+                  for s, f in (("Fix the login redirect loop", "outcome"),
+                               ("must not: action:install_local", "hard_constraint"))]
+        tasks.start_task(plan, task_id=ledger.new_uuid4(), session_hash=session_hash(SESSION), initial_claims=claims)
+        task_id = plan.state["sessions"][session_hash(SESSION)]
+        for i in range(events - 1):
+            tasks.observe(plan, task_id=task_id, event_type="source_observed", session_hash=session_hash(SESSION),
+                          source={"kind": "user_event", "event_id": f"turn-{i:06d}-" + "x" * 300},
+                          char_count=120, actor="user")
+        tx.append(plan.drafts, request_id="bench-seed", fingerprint="0" * 64)
+    return paths
+
+
+def payload(event, workspace, counter, **extra):
+    base = {"session_id": SESSION, "transcript_path": None, "cwd": str(workspace), "hook_event_name": event,
+            "model": "mock-model", "permission_mode": "default", "turn_id": f"bench-turn-{counter}"}
+    base.update(extra)
+    return json.dumps(base).encode()
+
+
+def timed(cmd, data, env, *, is_hook=True):
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if is_hook and (proc.returncode != 0 or not proc.stdout.startswith(b'{"continue":true')):
+        raise SystemExit(f"bench: {cmd[0]} answered {proc.stdout[:200]!r} (exit {proc.returncode})")
+    return elapsed
+
+
+def stats(samples):
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[max(0, int(round(0.95 * len(ordered))) - 1)]
+
+
+def run_case(name, binary, make_payload, env):
+    floor, hook, node = [], [], []
+    for i in range(ROUNDS):
+        floor.append(timed([PYTHON, "-I", "-S", "-c", "pass"], b"", env, is_hook=False))
+        hook.append(timed([str(binary)], make_payload(i), env))
+        if shutil.which("node"):
+            start = time.perf_counter()
+            subprocess.run(["node", "-e", ""], env=env)
+            node.append(time.perf_counter() - start)
+    fm, fp = stats(floor)
+    hm, hp = stats(hook)
+    line = f"{name:<44} hook {hm / fm:5.2f}x / {hp / fp:5.2f}x"
+    if node:
+        nm, np_ = stats(node)
+        line += f"   node {nm / fm:5.2f}x / {np_ / fp:5.2f}x   hook/node p95 {hp / np_:4.2f}"
+    print(line + f"   (floor {fm * 1e3:.1f} / {fp * 1e3:.1f} ms)", flush=True)
+
+
+def first_run_cost(env, workspace):
+    """Extraction on first use: a fresh runtime directory each time, against the warm run."""
+    cold, warm, floor = [], [], []
+    binary = DIST / "intent-loop-stop"
+    for i in range(8):
+        root = tempfile.mkdtemp(prefix="il-bench-cold-")
+        cold_env = dict(env, INTENT_LOOP_DATA_DIR=root)
+        floor.append(timed([PYTHON, "-I", "-S", "-c", "pass"], b"", cold_env, is_hook=False))
+        cold.append(timed([str(binary)], payload("Stop", workspace, i), cold_env))
+        warm.append(timed([str(binary)], payload("Stop", workspace, i), cold_env))
+        shutil.rmtree(root, ignore_errors=True)
+    fm = statistics.median(floor)
+    print(f"{'first run (extraction) vs floor':<44} cold {statistics.median(cold) / fm:5.2f}x   "
+          f"warm {statistics.median(warm) / fm:5.2f}x")
+
+
+def main():
+    for name in ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop"):
+        if not (DIST / name).exists():
+            raise SystemExit("bench: build dist/ first (python3 build.py)")
+    print(f"{ROUNDS} interleaved rounds; ratios are median / p95 against `{PYTHON} -I -S -c pass`")
+    with tempfile.TemporaryDirectory(prefix="il-bench-") as tmp:
+        workspace = Path(tmp, "ws")
+        workspace.mkdir()
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
+        unlinked_env = dict(env, INTENT_LOOP_DATA_DIR=str(Path(tmp, "empty-root")))
+        run_case("prompt, no commands, no linked task", DIST / "intent-loop-user-prompt",
+                 lambda i: payload("UserPromptSubmit", workspace, i, prompt="please fix the tests"), unlinked_env)
+        for size in (1000, 10000):
+            root = Path(tmp, f"root-{size}")
+            seed(root, workspace, size)
+            env_n = dict(env, INTENT_LOOP_DATA_DIR=str(root))
+            run_case(f"[{size:>5} events] SessionStart resume", DIST / "intent-loop-session-start",
+                     lambda i: payload("SessionStart", workspace, i, source="resume"), env_n)
+            run_case(f"[{size:>5} events] prompt without commands", DIST / "intent-loop-user-prompt",
+                     lambda i: payload("UserPromptSubmit", workspace, i, prompt=f"keep going {i}"), env_n)
+            run_case(f"[{size:>5} events] prompt with two commands", DIST / "intent-loop-user-prompt",
+                     lambda i: payload("UserPromptSubmit", workspace, i,
+                                       prompt=f"intent: must keep API {i}\nintent: include src/mod{i}/"), env_n)
+            run_case(f"[{size:>5} events] Stop that publishes", DIST / "intent-loop-stop",
+                     lambda i: payload("Stop", workspace, i, stop_hook_active=False, last_assistant_message="Done."), env_n)
+        first_run_cost(env, workspace)
+
+
+if __name__ == "__main__":
+    main()
