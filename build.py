@@ -112,7 +112,8 @@ BINARIES = {
 }
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one commit are byte-identical
 
-# The launcher's Python: find the data root (the embedded _data_root source), import from the
+# The launcher's Python: find the data root (the embedded _data_root source; the CLI uses a
+# private temp runtime until the data root exists, so a dry run creates nothing there), import from the
 # extracted runtime when its completion marker is there, else run this same file as a zip so
 # shiv extracts it. Kept free of single quotes because it sits inside sh '...'.
 LAUNCHER_CODE = """import sys,os
@@ -123,7 +124,7 @@ def _runtime_root():
         f=find_data_root(os.environ,B)
     except ValueError:
         f=None
-    if f:
+    if f and (H or os.path.isdir(f[0])):
         return os.path.join(f[0],"runtime",K)
     if H:
         return None

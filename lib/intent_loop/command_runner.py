@@ -198,6 +198,12 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
                 and runner.control_change is None and the_plan.state["tasks"][task_id]["mode"] == "on":
             tasks.observe(the_plan, task_id=task_id, event_type="source_observed", session_hash=session_hash,
                           source=source_ref, char_count=observation["char_count"], actor="user")
+        if publish and any(d.event_type in _PROJECTION_EVENTS for d in the_plan.drafts):
+            # decided on the state these events produce and appended with them: one ledger write
+            publication = provider.plan_refresh(the_plan.state, workspace=workspace, env=env, now=now)
+            if publication.draft is not None:
+                the_plan.add(publication.draft)
+            holder["publication"] = publication
         return the_plan.drafts
 
     def after_commit(tx, events):
@@ -205,8 +211,8 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
         if runner is not None:
             runner.apply_control_change()
         receipt.events = events
-        if publish and receipt.projection_may_have_changed():
-            receipt.publication = refresh_quietly(tx, workspace=workspace, env=env)
+        if "publication" in holder:
+            receipt.publication = apply_quietly(holder["publication"])
         _finish(receipt, tx.state, session_hash, paths)
 
     if not runnable:
@@ -228,6 +234,17 @@ def _finish(receipt, state, session_hash, paths):
         receipt.notice = PRIVATE_NOTICE
     elif task is not None and task["mode"] == "off":
         receipt.notice = OFF_NOTICE
+
+
+def apply_quietly(publication):
+    """Write or withdraw the Guard file; a failure never undoes the recorded events."""
+    try:
+        provider.apply_file(publication)
+    except IntentLoopError as exc:
+        return {"action": "error", "reason": exc.message, "code": exc.code}
+    except OSError as exc:
+        return {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
+    return publication.as_dict()
 
 
 def refresh_quietly(tx, *, workspace, env):

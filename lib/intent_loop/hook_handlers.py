@@ -162,14 +162,21 @@ def _run_prompt_commands(payload, runtime, prompt):
     return _receipt_answer(ctx, state, receipt)
 
 
+def _line_number(text):
+    """Receipt lines start `line N:`; others (a replay note) sort first."""
+    head = text.split(":", 1)[0]
+    return int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0
+
+
 def _receipt_answer(ctx, state, receipt):
     from intent_loop import command_runner
 
     parts = []
     if receipt.lines or receipt.rejected:
-        parts.append("intent-loop receipt:\n" + "\n".join(
-            ["- " + line for line in receipt.lines]
-            + [f"- line {line}: rejected ({code}): {reason}" for line, _verb, code, reason in receipt.rejected]))
+        entries = [(_line_number(text), "- " + text) for text in receipt.lines]
+        entries += [(line, f"- line {line}: rejected ({code}): {reason}") for line, _verb, code, reason in receipt.rejected]
+        entries.sort(key=lambda entry: entry[0])  # in the order the user typed them
+        parts.append("intent-loop receipt:\n" + "\n".join(text for _line, text in entries))
     if receipt.help:
         parts.append(command_runner.HELP)
     _task_id, view = command_runner.session_context(state, ctx.paths, ctx.session)
@@ -199,14 +206,21 @@ def stop(payload, runtime):
     turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
     request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, source.get("event_id") or source["sha256"])).encode())
 
+    from intent_loop import provider
+
+    holder = {}
+
     def plan(state):
         p = Plan(state, now="")
         observe(p, task_id=task["task_id"], event_type="result_signal_observed", session_hash=ctx.session,
                 source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
+        holder["publication"] = provider.plan_refresh(p.state, workspace=ctx.workspace, env=ctx.env)
+        if holder["publication"].draft is not None:  # one ledger write for the signal and the version
+            p.add(holder["publication"].draft)
         return p.drafts
 
     def after_commit(tx, _events):
-        command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
+        command_runner.apply_quietly(holder["publication"])
 
     events, replayed = mutate(ctx.paths, REDUCER, request_id=request_id, operation="stop",
                               params={"source": source}, plan=plan, deadline=ctx.deadline,

@@ -68,15 +68,20 @@ def request_fingerprint(operation, params):
 
 
 class Draft:
-    """An event before sealing: what the domain wants recorded."""
+    """An event before sealing: what the domain wants recorded.
 
-    __slots__ = ("event_type", "task_id", "actor", "payload")
+    The event id is chosen here, not at sealing, so a plan can already reference the events it
+    is about to write (a publication's source_message_refs name the claims of the same mutation).
+    """
+
+    __slots__ = ("event_type", "task_id", "actor", "payload", "event_id")
 
     def __init__(self, event_type, task_id, actor, payload):
         self.event_type = event_type
         self.task_id = task_id
         self.actor = actor
         self.payload = payload
+        self.event_id = new_uuid4()
 
 
 def seal(draft, *, project_id, request_id, prev_hash, occurred_at):
@@ -85,7 +90,7 @@ def seal(draft, *, project_id, request_id, prev_hash, occurred_at):
         raise IntentLoopError(ErrorCode.INVALID_EVENT, f"unknown actor {draft.actor!r}")
     event = {
         "schema_version": SCHEMA_VERSION,
-        "event_id": new_uuid4(),
+        "event_id": draft.event_id,
         "event_type": draft.event_type,
         "project_id": project_id,
         "task_id": draft.task_id,

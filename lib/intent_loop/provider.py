@@ -131,14 +131,27 @@ def _owning_task(doc, state):
     return task["task_id"], version, digest
 
 
-def refresh(tx, *, workspace, env, now=time.time):
-    """Publish, rewrite or withdraw the provider document (caller holds the project lock via tx).
+class Publication:
+    """One refresh decision: the event to append (if any) and what happens to the file.
 
-    Returns a dict: action (published | rewritten | unchanged | removed | absent | invalid |
-    foreign | incomplete), with task_id, version, sha256, path and reason where known.
+    action is published | rewritten | unchanged | removed | absent | invalid | foreign.
     """
+
+    __slots__ = ("action", "path", "task_id", "version", "sha256", "reason", "draft", "document", "remove")
+
+    def __init__(self, action, path, *, task_id=None, version=None, sha256=None, reason=None,
+                 draft=None, document=None, remove=False):
+        self.action, self.path, self.task_id, self.version = action, path, task_id, version
+        self.sha256, self.reason, self.draft, self.document, self.remove = sha256, reason, draft, document, remove
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in ("action", "path", "task_id", "version", "sha256", "reason")
+                if getattr(self, k) is not None}
+
+
+def plan_refresh(state, *, workspace, env, now=time.time):
+    """Decide the publication for `state` (the state as it will be after the pending events)."""
     path = provider_path(workspace, env)
-    state = tx.state
     task_id, reason = select_task(state)
     current = read_file_state(path, state)
     projection = None
@@ -147,46 +160,56 @@ def refresh(tx, *, workspace, env, now=time.time):
         if projection is None:
             reason = f"task {task_id[:8]} has no goal yet (`intent: goal ...`)"
     if projection is None:
-        return _withdraw(path, current, reason, task_id)
-    return _publish(tx, path, current, state["tasks"][task_id], projection, now)
+        action = {"ours": "removed", "foreign": "foreign"}.get(current["kind"], "absent")
+        return Publication(action, path, task_id=task_id, reason=reason, remove=current["kind"] == "ours")
+    return _plan_publish(path, current, state["tasks"][task_id], projection, now)
 
 
-def _withdraw(path, current, reason, task_id):
-    if current["kind"] == "ours":
-        os.unlink(path)
-        return {"action": "removed", "path": path, "reason": reason, "task_id": task_id}
-    if current["kind"] == "foreign":
-        return {"action": "foreign", "path": path, "reason": reason, "task_id": task_id}
-    return {"action": "absent", "path": path, "reason": reason, "task_id": task_id}
-
-
-def _publish(tx, path, current, task, projection, now):
+def _plan_publish(path, current, task, projection, now):
     task_id = task["task_id"]
     digest = guard_contract.projection_sha256(projection)
     published = task.get("published")
-    version = published["version"] if published and published["sha256"] == digest else (
-        (published["version"] + 1) if published else 1)
-    doc = guard_contract.build_document(
-        projection, contract_ref=f"intent:{task_id}", contract_version=version,
-        source_message_refs=list(task["claim_events"]), updated_at=guard_contract.format_updated_at(now()))
+    is_new = not published or published["sha256"] != digest
+    version = (published["version"] + 1 if published else 1) if is_new else published["version"]
+    refs = list(task["claim_events"])
+    doc = guard_contract.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
+                                        source_message_refs=refs,
+                                        updated_at=guard_contract.format_updated_at(now()))
+    known = {"task_id": task_id, "version": version, "sha256": digest}
     errors = guard_contract.validate_provider_document(doc)
-    outcome = {"task_id": task_id, "version": version, "sha256": digest, "path": path}
     if errors:
-        return dict(outcome, action="invalid", reason="; ".join(errors))
+        return Publication("invalid", path, reason="; ".join(errors), **known)
     if current["kind"] == "foreign":
-        return dict(outcome, action="foreign", reason=f"{path} holds a document intent-loop did not write")
-    if not published or published["sha256"] != digest:
-        tx.append([Draft("contract_published", task_id, "system", {
+        return Publication("foreign", path, reason=f"{path} holds a document intent-loop did not write", **known)
+    if is_new:
+        draft = Draft("contract_published", task_id, "system", {
             "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
-            "source_message_refs": list(task["claim_events"]),
-        })], request_id=f"publish:{task_id}:{version}", fingerprint=digest)
-        action = "published"
-    elif current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version:
-        return dict(outcome, action="unchanged")
-    else:
-        action = "rewritten"
-    write_document(path, guard_contract.render_document(doc))
-    return dict(outcome, action=action)
+            "source_message_refs": refs})
+        return Publication("published", path, draft=draft, document=guard_contract.render_document(doc), **known)
+    if current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version:
+        return Publication("unchanged", path, **known)
+    return Publication("rewritten", path, document=guard_contract.render_document(doc), **known)
+
+
+def apply_file(publication):
+    """Write or withdraw the document (the caller holds the lock and has appended the event)."""
+    if publication.remove:
+        try:
+            os.unlink(publication.path)
+        except FileNotFoundError:
+            pass
+    elif publication.document is not None:
+        write_document(publication.path, publication.document)
+
+
+def refresh(tx, *, workspace, env, now=time.time):
+    """Publish, rewrite or withdraw the provider document inside a locked transaction."""
+    publication = plan_refresh(tx.state, workspace=workspace, env=env, now=now)
+    if publication.draft is not None:
+        tx.append([publication.draft], request_id=f"publish:{publication.task_id}:{publication.version}",
+                  fingerprint=publication.sha256)
+    apply_file(publication)
+    return publication.as_dict()
 
 
 def write_document(path, data):

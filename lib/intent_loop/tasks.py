@@ -34,7 +34,7 @@ class Plan:
     def add(self, draft):
         self.drafts.append(draft)
         fake = {"event_type": draft.event_type, "task_id": draft.task_id, "payload": draft.payload,
-                "event_id": f"planned-{len(self.drafts)}", "occurred_at": self.now}
+                "event_id": draft.event_id, "occurred_at": self.now}
         _REDUCER.apply(self.state, fake)
 
     def task(self, task_id):
@@ -195,7 +195,11 @@ def _propose_candidates(plan, task_id):
 
 
 def resolve_candidate(state, prefix):
-    matches = [cid for cid in state["candidates"] if cid.startswith(prefix.lower())]
+    """An open candidate from a unique id prefix of at least 4 characters."""
+    if len(prefix) < 4:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "give at least 4 characters of the candidate id")
+    matches = [cid for cid, c in state["candidates"].items()
+               if cid.startswith(prefix.lower()) and c["state"] == "open"]
     if len(matches) != 1:
         code = ErrorCode.CANDIDATE_NOT_FOUND if not matches else ErrorCode.AMBIGUOUS_ID
         raise IntentLoopError(code, f"{prefix}: {len(matches)} candidates match; `intent-loop candidate list` shows them")

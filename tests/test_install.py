@@ -1,0 +1,166 @@
+"""install / uninstall through dist/intent-loop against a temporary Codex home; plugin files' shape."""
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIST = os.path.join(ROOT, "dist")
+CLI = os.path.join(DIST, "intent-loop")
+BINARIES = ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop")
+HANDLER_KEYS = {"type", "command", "timeout", "statusMessage", "commandWindows", "async", "additionalContextLimit"}
+needs_dist = pytest.mark.skipif(not all(os.access(os.path.join(DIST, b), os.X_OK) for b in BINARIES),
+                                reason="dist/ is not built: run `python3 build.py` first")
+FOREIGN = {"type": "command", "command": "/usr/local/bin/my-audit-hook --log", "timeout": 30}
+
+
+def run(*args, home):
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "INTENT_LOOP_DATA_DIR", "PLUGIN_DATA")}
+    env["HOME"] = str(home)
+    return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def check_codex_shape(config):
+    """Only keys Codex accepts at every level it checks."""
+    assert set(config) <= {"description", "hooks"}
+    for event, groups in config["hooks"].items():
+        for group in groups:
+            assert set(group) <= {"matcher", "hooks"}
+            for handler in group["hooks"]:
+                assert set(handler) <= HANDLER_KEYS
+                assert handler["type"] == "command" and isinstance(handler["command"], str)
+
+
+def ours(config):
+    return [(event, group.get("matcher"), handler) for event, groups in config["hooks"].items()
+            for group in groups for handler in group["hooks"] if "/intent-loop-" in handler["command"]]
+
+
+@pytest.fixture
+def home(tmp_path):
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def codex(home):
+    path = home / ".codex"
+    path.mkdir(parents=True)
+    (path / "hooks.json").write_text(json.dumps(
+        {"description": "mine", "hooks": {"Stop": [{"hooks": [FOREIGN]}],
+                                          "PreToolUse": [{"matcher": "Bash", "hooks": [FOREIGN]}]}}, indent=2))
+    return path
+
+
+@needs_dist
+def test_dry_run_writes_nothing(home, codex):
+    before = (codex / "hooks.json").read_bytes()
+    proc = run("install", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert "dry run" in proc.stdout and "+" in proc.stdout and "/hooks" in proc.stdout
+    assert (codex / "hooks.json").read_bytes() == before
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]  # plugin-data: the launcher's runtime cache
+
+
+@needs_dist
+def test_dry_run_without_codex_home_creates_nothing(home):
+    proc = run("install", "--json", home=home)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["changed"] is True
+    assert not home.exists() or not (home / ".codex").exists()
+
+
+@needs_dist
+def test_apply_merges_keeps_foreign_and_is_idempotent(home, codex):
+    proc = run("install", "--apply", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["applied"] and result["backup"] and os.path.basename(result["backup"]).startswith("hooks.json.bak-")
+    assert json.loads(open(result["backup"]).read())["description"] == "mine"
+    config = json.loads((codex / "hooks.json").read_text())
+    check_codex_shape(config)
+    assert config["description"] == "mine"
+    assert config["hooks"]["PreToolUse"] == [{"matcher": "Bash", "hooks": [FOREIGN]}]
+    assert {"hooks": [FOREIGN]} in config["hooks"]["Stop"]
+    found = {event: (matcher, handler) for event, matcher, handler in ours(config)}
+    assert set(found) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    assert found["SessionStart"][0] == "startup|resume|clear|compact"
+    python = os.path.realpath(result["python"])
+    for event, (_matcher, handler) in found.items():
+        assert handler["timeout"] == 5 and handler["statusMessage"] == "intent-loop"
+        prefix, binary = handler["command"].split(" ", 1)
+        assert prefix == f"INTENT_LOOP_PYTHON={python}" and os.path.isabs(python)
+        assert os.path.isabs(binary) and os.access(binary, os.X_OK)
+        assert os.path.dirname(binary) == os.path.realpath(DIST)
+    after = (codex / "hooks.json").read_bytes()
+    again = run("install", "--apply", home=home)
+    assert again.returncode == 0 and "already installed" in again.stdout
+    assert (codex / "hooks.json").read_bytes() == after
+    assert len([n for n in os.listdir(codex) if n.startswith("hooks.json.bak-")]) == 1
+
+
+@needs_dist
+def test_codex_home_option_and_env(home, tmp_path):
+    target = tmp_path / "elsewhere"
+    proc = run("install", "--apply", "--codex-home", str(target), home=home)
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((target / "hooks.json").read_text())
+    check_codex_shape(config)
+    assert len(ours(config)) == 3
+
+
+@needs_dist
+def test_uninstall_removes_only_ours(home, codex):
+    original = json.loads((codex / "hooks.json").read_text())
+    assert run("install", "--apply", home=home).returncode == 0
+    installed = (codex / "hooks.json").read_bytes()
+    dry = run("uninstall", home=home)
+    assert dry.returncode == 0 and "dry run" in dry.stdout
+    assert (codex / "hooks.json").read_bytes() == installed
+    proc = run("uninstall", "--apply", home=home)
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((codex / "hooks.json").read_text())
+    assert config == original
+    assert "nothing to change" in run("uninstall", "--apply", home=home).stdout
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"hooks": []}', '{"hooks": {"Stop": {}}}',
+                                     '{"hooks": {"Stop": [{"matcher": "x"}]}}', '{"hooks": {}, "extra": 1}'])
+@needs_dist
+def test_invalid_hooks_json_is_refused_and_unchanged(home, codex, content):
+    (codex / "hooks.json").write_text(content)
+    for verb in ("install", "uninstall"):
+        proc = run(verb, "--apply", home=home)
+        assert proc.returncode == 1
+        assert "HOOKS_CONFIG_INVALID" in proc.stderr
+        assert (codex / "hooks.json").read_text() == content
+    proc = run("install", "--json", home=home)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "HOOKS_CONFIG_INVALID"
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]  # plugin-data: the launcher's runtime cache
+
+
+def test_is_ours_recognizes_only_intent_loop_binaries():
+    from intent_loop.cli.install import is_ours
+
+    assert is_ours({"command": "INTENT_LOOP_PYTHON=/usr/bin/python3 /opt/x/dist/intent-loop-stop"})
+    assert is_ours({"command": "'/path with space/intent-loop-user-prompt'"})
+    assert not is_ours({"command": "/usr/bin/intent-loop status"})
+    assert not is_ours({"command": "/usr/local/bin/my-audit-hook --log intent-loop-stop"})
+    assert not is_ours({"command": "echo 'unterminated"})
+    assert not is_ours("nope")
+
+
+def test_plugin_files_use_only_keys_codex_accepts():
+    with open(os.path.join(ROOT, "hooks.json")) as fh:
+        config = json.load(fh)
+    check_codex_shape(config)
+    commands = {event: groups[0]["hooks"][0] for event, groups in config["hooks"].items()}
+    assert set(commands) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    assert config["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
+    for event, handler in commands.items():
+        assert handler["command"].startswith("${PLUGIN_ROOT}/dist/intent-loop-")
+        assert handler["timeout"] == 5 and handler["statusMessage"] == "intent-loop"
+    with open(os.path.join(ROOT, ".codex-plugin", "plugin.json")) as fh:
+        manifest = json.load(fh)
+    assert manifest["name"] == "intent-loop" and manifest["version"] == "0.1.0"
+    assert manifest["hooks"] == "./hooks.json" and ".." not in manifest["hooks"]
