@@ -15,6 +15,20 @@ STATE_FILE = "state.json"
 _HASH_FIELD = b',"event_hash":"'
 
 
+class Verified:
+    """The verified state of a ledger prefix: checkpoint plus the reducer's folded state."""
+
+    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail")
+
+    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0):
+        self.size = size
+        self.count = count
+        self.last_hash = last_hash
+        self.last_line_start = last_line_start
+        self.state = state
+        self.torn_tail = torn_tail  # bytes after the last LF (a crashed appender's partial line)
+
+
 class Cached:
     __slots__ = ("verified", "identity")
 
@@ -29,8 +43,6 @@ def _identity(st):
 
 def load(paths, reducer):
     """The cached checkpoint, or None when missing, unreadable or made by other code."""
-    from intent_loop.ledger import Verified
-
     path = os.path.join(paths.cache_dir, STATE_FILE)
     try:
         if paths_mod.check_regular_file(path) is None:

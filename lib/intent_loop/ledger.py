@@ -10,6 +10,7 @@ import time
 
 
 from intent_loop import checkpoint, paths as paths_mod
+from intent_loop.checkpoint import Verified
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 
@@ -159,20 +160,6 @@ def _check_envelope_types(event, line_no):
 
 def _is_hex64(value):
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-
-
-class Verified:
-    """The verified state of a ledger prefix: checkpoint plus the reducer's folded state."""
-
-    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail")
-
-    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0):
-        self.size = size
-        self.count = count
-        self.last_hash = last_hash
-        self.last_line_start = last_line_start
-        self.state = state
-        self.torn_tail = torn_tail  # bytes after the last LF (a crashed appender's partial line)
 
 
 def fold_lines(data, verified, reducer, *, project_id, on_progress=None):

@@ -1,56 +1,28 @@
-"""Health commands: verify (full chain check); doctor and recover are added beside it."""
-from intent_loop.cli.common import add_json_flag, current_project
+"""Health commands: verify (full chain check), doctor (every check with its next action), recover."""
+import os
+import sys
+import time
+
+from intent_loop import lock as lock_mod, provider
+from intent_loop._data_root import ROOT_SUFFIX
+from intent_loop.canonical import canonical_bytes, sha256_hex
+from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
 from intent_loop.command_runner import REDUCER
-from intent_loop.errors import IntentLoopError
-from intent_loop.ledger import verify_all
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.ledger import check_line, is_project_present, verify_all
+from intent_loop.paths import ProjectPaths, check_regular_file, ensure_project_layout
+
+_HOOK_MARK = "intent-loop-"
+_BINARIES = ("intent-loop", "intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop")
 
 
 def register(subparsers):
     p = subparsers.add_parser("verify", help="verify the whole hash chain of the project's ledger",
                               description="Full verification from the first byte, ignoring the cache. "
                                           "Exit 1 with the line number on damage.")
+    p.add_argument("--all-projects", action="store_true", help="verify every project under the data root")
     add_json_flag(p)
     p.set_defaults(func=cmd_verify)
-
-
-def cmd_verify(args, console):
-    paths = current_project(console)
-    try:
-        verified = verify_all(paths, REDUCER, on_progress=console.progress)
-    except IntentLoopError as exc:
-        result = {"ok": False, "project_id": paths.project_id, "error": exc.to_dict()}
-        if args.json:
-            console.json(result)
-        else:
-            console.out(f"ledger DAMAGED at line {exc.line}: {exc.code}: {exc.message}")
-        return 1
-    result = {"ok": True, "project_id": paths.project_id, "events": verified.count, "bytes": verified.size,
-              "last_hash": verified.last_hash, "torn_tail_bytes": verified.torn_tail}
-    if args.json:
-        console.json(result)
-    else:
-        console.out(f"ledger OK: {verified.count} events, {verified.size} bytes, last hash {verified.last_hash}")
-    return 0
-
-
-# -- doctor and recover ------------------------------------------------------------------------
-import os  # noqa: E402  (kept below verify so its part of the module stays as it was)
-import sys  # noqa: E402
-import time  # noqa: E402
-
-from intent_loop import lock as lock_mod, provider  # noqa: E402
-from intent_loop._data_root import ROOT_SUFFIX  # noqa: E402
-from intent_loop.canonical import canonical_bytes, sha256_hex  # noqa: E402
-from intent_loop.cli.common import data_root, deadline, load_state  # noqa: E402
-from intent_loop.errors import ErrorCode  # noqa: E402
-from intent_loop.ledger import check_line, is_project_present  # noqa: E402
-from intent_loop.paths import ProjectPaths, check_regular_file, ensure_project_layout  # noqa: E402
-
-_HOOK_MARK = "intent-loop-"
-_BINARIES = ("intent-loop", "intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop")
-
-
-def _register_more(subparsers):
     p = subparsers.add_parser("doctor", help="every check a user could trip over, each with its next action",
                               description="Data root and other candidate roots, hooks, interpreter, chain "
                                           "verification of every project, lock residue, quarantine, Guard file "
@@ -69,12 +41,35 @@ def _register_more(subparsers):
     p.set_defaults(func=cmd_recover)
 
 
-_register_verify = register
+def _verify_one(paths, console):
+    try:
+        verified = verify_all(paths, REDUCER, on_progress=console.progress)
+    except IntentLoopError as exc:
+        return {"ok": False, "project_id": paths.project_id, "error": exc.to_dict()}
+    return {"ok": True, "project_id": paths.project_id, "events": verified.count, "bytes": verified.size,
+            "last_hash": verified.last_hash, "torn_tail_bytes": verified.torn_tail}
 
 
-def register(subparsers):  # noqa: F811  (verify first, then doctor and recover)
-    _register_verify(subparsers)
-    _register_more(subparsers)
+def cmd_verify(args, console):
+    """Exit 1 when any verified ledger is damaged; the line number says where."""
+    if args.all_projects:
+        root, _how = data_root(console)
+        results = [_verify_one(ProjectPaths(root, project_id), console) for project_id in _projects(root)]
+    else:
+        results = [_verify_one(current_project(console), console)]
+    if args.json:
+        console.json(results[0] if not args.all_projects else {"ok": all(r["ok"] for r in results), "projects": results})
+    for result in results if not args.json else ():
+        if result["ok"]:
+            console.out(f"{result['project_id'][:12]} ledger OK: {result['events']} events, {result['bytes']} bytes, "
+                        f"last hash {result['last_hash']}")
+        else:
+            error = result["error"]
+            console.out(f"{result['project_id'][:12]} ledger DAMAGED at line {error.get('line')}: "
+                        f"{error['code']}: {error['message']}")
+    if args.all_projects and not results and not args.json:
+        console.out("no projects under the data root")
+    return 0 if all(r["ok"] for r in results) else 1
 
 
 def _check(name, ok, detail, next_action=None):
