@@ -7,17 +7,29 @@ import os
 
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
-from intent_loop.ledger import load_verified
-from intent_loop.paths import project_paths, resolve_data_root
-from intent_loop.state import ProjectReducer
+from intent_loop.paths import check_real_directory, project_paths, resolve_data_root
 
-# Only what every call needs is imported here; command handling, views, publishing and
-# redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
-REDUCER = ProjectReducer()
+# Only what every call needs is imported here; the ledger, command handling, views, publishing
+# and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
+# A project intent-loop has never written to has no state to read.
+NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task_id": None, "seq": 0}}
+
+
+def reducer():
+    from intent_loop.command_runner import REDUCER
+
+    return REDUCER
 
 SESSION_DOMAIN = "intent-loop-session-v1\0"
 RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in this project and is not "
                "linked to this session; the user can type `intent: resume` to continue it.")
+
+
+def read_state(paths):
+    from intent_loop.ledger import load_verified
+    from intent_loop.state import ProjectReducer
+
+    return load_verified(paths, ProjectReducer()).state
 
 
 def session_hash(session_id):
@@ -37,7 +49,9 @@ class HookContext:
         self.paths = project_paths(root, cwd)
         self.workspace = self.paths.root
         self.session = session_hash(session_id)
-        self.state = load_verified(self.paths, REDUCER).state
+        self.state = NO_STATE
+        if check_real_directory(self.paths.dir):
+            self.state = read_state(self.paths)
 
     def linked_task(self):
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
@@ -136,7 +150,7 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
                 source=source, char_count=len(prompt), actor=actor)
         return p.drafts
 
-    mutate(ctx.paths, REDUCER, request_id=_prompt_request_id(ctx, payload, prompt),
+    mutate(ctx.paths, reducer(), request_id=_prompt_request_id(ctx, payload, prompt),
            operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline)
     if actor == "agent":
         return None
@@ -158,7 +172,7 @@ def _run_prompt_commands(payload, runtime, prompt):
         ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
         request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
         workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)})
-    state = load_verified(ctx.paths, REDUCER).state
+    state = read_state(ctx.paths)
     return _receipt_answer(ctx, state, receipt)
 
 
@@ -222,11 +236,11 @@ def stop(payload, runtime):
     def after_commit(tx, _events):
         command_runner.apply_quietly(holder["publication"])
 
-    events, replayed = mutate(ctx.paths, REDUCER, request_id=request_id, operation="stop",
+    events, replayed = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
                               params={"source": source}, plan=plan, deadline=ctx.deadline,
                               after_commit=after_commit)
     if replayed:  # a retried Stop still makes sure the file is current
-        with Transaction(ctx.paths, REDUCER, deadline=ctx.deadline) as tx:
+        with Transaction(ctx.paths, reducer(), deadline=ctx.deadline) as tx:
             command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
     return None
 

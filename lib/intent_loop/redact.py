@@ -34,6 +34,7 @@ _ASSIGNMENT_KEYWORDS = (
     "privatekey", "private_key", "private-key", "secretkey", "secret_key", "secret-key",
 )
 _TRIGGERS = ("-----begin", "://", "bearer") + _ASSIGNMENT_KEYWORDS
+_LONGEST_KEY_AND_SEPARATOR = max(map(len, _ASSIGNMENT_KEYWORDS)) + len(":=")
 
 # A leading one-character lookahead lets the regex engine skip ahead by first character, which an
 # alternation otherwise prevents (measured 3-10x faster on 3 MB).
@@ -155,13 +156,28 @@ def _redact_assignments(text, *, pattern):
     """Keys match case-insensitively: the pattern runs on a lowercased copy with the same offsets."""
     # str.lower() keeps every offset except for U+0130, the one character that lowers to two.
     folded = text.replace("\u0130", "I").lower()
-    pieces, done = [], 0
-    for match in pattern.finditer(folded):
+    pieces, done, position = [], 0, 0
+    while (match := pattern.search(folded, position)) is not None:
         value_start, value_end = match.span(match.lastgroup)
         if _is_secret_value(text, match, value_start, value_end):
             pieces += (text[done:value_start], _marker("assignment"))
-            done = value_end
+            done = position = value_end
+        else:
+            position = _resume_after_declined_value(match, value_start, value_end)
     return "".join(pieces) + text[done:] if pieces else text
+
+
+def _resume_after_declined_value(match, value_start, value_end):
+    """Where to search next, so a declined value never hides an assignment that starts inside it.
+
+    Were one hidden, a later pass that rewrote the outer key would expose it on the next call and
+    break idempotence (`xQ7..Credential =token: s3cret`). A declined unquoted value can only hide
+    one whose key and separator end the value (spaces end it), so rescanning its tail keeps the
+    scan linear; a declined quoted value is a short placeholder and is rescanned whole.
+    """
+    if match.lastgroup != "bare":
+        return value_start
+    return max(value_start, value_end - _LONGEST_KEY_AND_SEPARATOR)
 
 
 def _is_secret_value(text, match, value_start, value_end):
