@@ -117,7 +117,7 @@ SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one co
 # extracted runtime when its completion marker is there, else run this same file as a zip so
 # shiv extracts it. Kept free of single quotes because it sits inside sh '...'.
 LAUNCHER_CODE = """import sys,os
-B=os.path.realpath(sys.argv[1]);A=sys.argv[2:]
+{early_sigterm}B=os.path.realpath(sys.argv[1]);A=sys.argv[2:]
 {data_root_source}
 def _runtime_root():
     try:
@@ -158,6 +158,11 @@ for k in [k for k in os.environ if k.startswith("SHIV_") and k!="SHIV_FORCE_EXTR
 os.makedirs(R,0o700,exist_ok=True)
 os.environ["SHIV_ROOT"]=R;os.environ["INTENT_LOOP_EXTRACTING"]=S
 os.execv(sys.executable,[sys.executable,"-I","-S",B]+A)
+"""
+
+# A hook killed before hook_runtime installs its own handler still answers fail-open.
+EARLY_SIGTERM = """import _signal
+_signal.signal(15,lambda *a:(os.write(1,b'{{"continue":true}}'),os._exit(0)))
 """
 
 LAUNCHER_SH = """#!/bin/sh
@@ -213,7 +218,8 @@ def build_binary(name, stage, out_dir, python):
     data = pyz.read_bytes()
     with zipfile.ZipFile(pyz) as archive:
         build_id = json.loads(archive.read("environment.json"))["build_id"]
-    code = LAUNCHER_CODE.format(data_root_source=_embedded_data_root_source(), build_id=build_id,
+    code = LAUNCHER_CODE.format(early_sigterm=EARLY_SIGTERM if is_hook else "",
+                                data_root_source=_embedded_data_root_source(), build_id=build_id,
                                 module=module, function=function, is_hook=is_hook)
     prefix = LAUNCHER_SH.format(name=name, python=python, code=_sh_double_quoted(code),
                                 fallback=HOOK_FALLBACK if is_hook else CLI_FALLBACK)

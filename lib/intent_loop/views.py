@@ -159,9 +159,10 @@ def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPA
         lines.append("! " + _describe(record))
         used += len(lines[-1]) + 1
     shown = 0
+    reserve = 80  # room for the "N more omitted" line, so max_chars holds with it
     for record in rest:
         line = "- " + _describe(record)
-        if len(conflicts) + shown >= max_records or used + len(line) + 1 > max_chars:
+        if len(conflicts) + shown >= max_records or used + len(line) + 1 + reserve > max_chars:
             break
         lines.append(line)
         used += len(line) + 1

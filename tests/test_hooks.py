@@ -1,0 +1,294 @@
+"""The three hook binaries in dist/: real Codex 0.169.0 payloads, commands, retries, subagents,
+Stop publication, SessionStart re-injection, every fail-open path and 16 concurrent prompts."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from intent_loop import ledger, paths as paths_mod
+from intent_loop.state import ProjectReducer
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIST = os.path.join(REPO, "dist")
+FIXTURES = "/work/shared/fixtures/codex-0.169.0"
+BINARIES = {"SessionStart": "intent-loop-session-start", "UserPromptSubmit": "intent-loop-user-prompt",
+            "Stop": "intent-loop-stop"}
+FAIL_OPEN = b'{"continue":true}'
+REDUCER = ProjectReducer()
+
+pytestmark = pytest.mark.skipif(
+    not all(os.access(os.path.join(DIST, b), os.X_OK) for b in BINARIES.values()),
+    reason="dist/ binaries are missing; run `python3 build.py` first")
+
+
+@pytest.fixture
+def env(tmp_path):
+    home = tmp_path / "hook-home"
+    home.mkdir()
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+            "INTENT_LOOP_DATA_DIR": str(tmp_path / "hook-data")}
+
+
+@pytest.fixture
+def ws(tmp_path):
+    path = tmp_path / "hook-ws"
+    path.mkdir()
+    return str(path)
+
+
+def fixture(name, cwd, **changes):
+    with open(os.path.join(FIXTURES, name), "rb") as fh:
+        payload = json.loads(fh.read())
+    payload["cwd"] = cwd
+    payload.update(changes)
+    return payload
+
+
+def hook(event, payload, env, *, timeout=10, raw=None):
+    data = raw if raw is not None else json.dumps(payload).encode()
+    started = time.monotonic()
+    proc = subprocess.run([os.path.join(DIST, BINARIES[event])], input=data, capture_output=True, env=env,
+                          timeout=timeout)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    answer = json.loads(out)
+    assert isinstance(answer, dict) and answer.get("continue") is True
+    assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage"}
+    if event == "Stop":
+        assert out == FAIL_OPEN
+    if "hookSpecificOutput" in answer:
+        assert answer["hookSpecificOutput"]["hookEventName"] == event
+        assert set(answer["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
+    return out, answer, elapsed
+
+
+def project_of(env, ws):
+    return paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
+
+
+def events(env, ws):
+    p = project_of(env, ws)
+    if not os.path.exists(p.ledger):
+        return []
+    with open(p.ledger, "rb") as fh:
+        return [json.loads(line) for line in fh.read().splitlines()]
+
+
+def prompt_payload(ws, prompt, *, turn="turn-A", session="sess-1", **extra):
+    return fixture("user_prompt_submit.turn1.json", ws, prompt=prompt, turn_id=turn, session_id=session, **extra)
+
+
+# -- real payloads --------------------------------------------------------------------------------
+def _fixture_names():
+    out = []
+    for sub in ("", "ephemeral", "app_server"):
+        d = os.path.join(FIXTURES, sub)
+        if os.path.isdir(d):
+            out += [os.path.join(sub, n) for n in sorted(os.listdir(d)) if n.endswith(".json")]
+    return out
+
+
+@pytest.mark.parametrize("name", _fixture_names())
+def test_real_payloads_without_commands(name, env, ws):
+    payload = fixture(name, ws)
+    out, _answer, _t = hook(payload["hook_event_name"], payload, env)
+    assert out == FAIL_OPEN
+    assert not os.path.exists(project_of(env, ws).ledger)
+
+
+def test_prompt_with_commands_records_and_receipts(env, ws):
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "please\nintent: goal ship the thing\n"
+                                                                "intent: must keep tests green"), env)
+    ctx = answer["hookSpecificOutput"]["additionalContext"]
+    assert "intent-loop receipt" in ctx and "recorded goal" in ctx and "recorded must" in ctx
+    assert "ship the thing" in ctx
+    evs = events(env, ws)
+    assert evs[0]["event_type"] == "task_started"
+    statements = [c["statement"] for e in evs for c in e["payload"].get("initial_claims", [])] + \
+                 [e["payload"]["claim"]["statement"] for e in evs if e["event_type"] == "claim_added"]
+    assert sorted(statements) == ["must: keep tests green", "ship the thing"]
+    ledger.verify_all(project_of(env, ws), REDUCER)
+
+
+def test_rejected_command_gets_system_message(env, ws):
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: gaol typo"), env)
+    assert "systemMessage" in answer and "rejected" in answer["systemMessage"]
+
+
+def test_retried_prompt_records_nothing_new(env, ws):
+    payload = prompt_payload(ws, "intent: goal once only")
+    hook("UserPromptSubmit", payload, env)
+    with open(project_of(env, ws).ledger, "rb") as fh:
+        before = fh.read()
+    hook("UserPromptSubmit", payload, env)
+    with open(project_of(env, ws).ledger, "rb") as fh:
+        assert fh.read() == before
+
+
+def test_subagent_prompt_records_no_claims(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal real goal"), env)
+    n = len(events(env, ws))
+    out, _a, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: goal SUBAGENT goal\nintent: must x",
+                                                          turn="turn-B", agent_id="sub-1", agent_type="worker"), env)
+    assert out == FAIL_OPEN
+    new = events(env, ws)[n:]
+    assert all(e["event_type"] == "source_observed" and e["actor"] == "agent" for e in new), new
+    with open(project_of(env, ws).ledger, "rb") as fh:
+        assert b"SUBAGENT" not in fh.read()
+    # a subagent in a session without a task leaves no trace
+    out, _a, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: goal x", session="s-none", agent_id="a"), env)
+    assert out == FAIL_OPEN
+    assert len(events(env, ws)) == n + len(new)
+
+
+def test_stop_publishes_provider_file(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal publish on stop"), env)
+    path = os.path.join(ws, ".execution-fidelity", "contract.json")
+    os.unlink(path)
+    out, _a, _t = hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1"), env)
+    assert out == FAIL_OPEN
+    from intent_loop import guard_contract
+    with open(path, "rb") as fh:
+        kind, doc, errors = guard_contract.validate_document_bytes(fh.read())
+    assert kind == "provider" and errors == []
+    assert doc["projection"]["objective"] == "publish on stop"
+    assert any(e["event_type"] == "result_signal_observed" for e in events(env, ws))
+
+
+def test_session_start_after_clear_reinjects_view(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal remember me"), env)
+    for source in ("clear", "compact"):
+        _o, answer, _t = hook("SessionStart", fixture("session_start.startup.json", ws, session_id="sess-1",
+                                                      source=source), env)
+        ctx = answer["hookSpecificOutput"]["additionalContext"]
+        assert "remember me" in ctx and "user's own recorded intent" in ctx
+    # another session on startup only gets the resume hint
+    _o, answer, _t = hook("SessionStart", fixture("session_start.startup.json", ws, session_id="other"), env)
+    ctx = answer["hookSpecificOutput"]["additionalContext"]
+    assert "intent: resume" in ctx and "remember me" not in ctx
+
+
+# -- fail-open paths ------------------------------------------------------------------------------
+def _fail_open(event, payload, env, raw=None):
+    out, _a, elapsed = hook(event, payload, env, raw=raw)
+    assert out == FAIL_OPEN
+    assert elapsed < 5
+
+
+@pytest.mark.parametrize("event", list(BINARIES))
+def test_wrong_event_and_invalid_json(event, env, ws):
+    other = "Stop" if event != "Stop" else "UserPromptSubmit"
+    payload = prompt_payload(ws, "intent: goal wrong binary", hook_event_name=other)
+    _fail_open(event, payload, env)
+    _fail_open(event, None, env, raw=b'{"hook_event_name": "' + event.encode() + b'", "cwd": ')
+    _fail_open(event, None, env, raw=b"")
+    assert not os.path.exists(project_of(env, ws).ledger)
+
+
+@pytest.mark.parametrize("event", list(BINARIES))
+def test_missing_data_root(event, env, ws):
+    env = dict(env)
+    del env["INTENT_LOOP_DATA_DIR"]
+    payload = prompt_payload(ws, "intent: goal nowhere to go", hook_event_name=event)
+    _fail_open(event, payload, env)
+    assert not os.path.exists(os.path.join(env["HOME"], ".codex"))
+
+
+@pytest.mark.parametrize("event", list(BINARIES))
+def test_corrupt_ledger(event, env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal before corruption"), env)
+    p = project_of(env, ws)
+    with open(p.ledger, "rb") as fh:
+        data = fh.read()
+    corrupt = data.replace(b"before corruption", b"BEFORE corruption")
+    with open(p.ledger, "wb") as fh:
+        fh.write(corrupt)
+    import shutil
+    shutil.rmtree(p.cache_dir, ignore_errors=True)
+    payload = prompt_payload(ws, "intent: must more", turn="t-2", hook_event_name=event)
+    _fail_open(event, payload, env)
+    with open(p.ledger, "rb") as fh:
+        assert fh.read() == corrupt
+
+
+_HOLD = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from intent_loop import paths
+from intent_loop.lock import ProjectLock
+p = paths.project_paths(sys.argv[2], sys.argv[3])
+paths.ensure_project_layout(p)
+with ProjectLock(p.dir, deadline=time.monotonic() + 10) as lock:
+    print("locked", flush=True)
+    end = time.monotonic() + float(sys.argv[4])
+    while time.monotonic() < end:
+        lock.heartbeat()
+        time.sleep(0.2)
+print("released", flush=True)
+"""
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
+def test_held_lock_fails_open_within_deadline(event, env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal lock test"), env)
+    n = len(events(env, ws))
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, os.path.join(REPO, "lib"), env["INTENT_LOOP_DATA_DIR"],
+                               ws, "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert holder.stdout.readline().strip() == b"locked"
+        if event == "Stop":
+            payload = fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="stop-lock")
+        else:
+            payload = prompt_payload(ws, "intent: must blocked", turn="t-lock")
+        _fail_open(event, payload, env)
+    finally:
+        holder.communicate(timeout=20)
+    assert len(events(env, ws)) == n
+    ledger.verify_all(project_of(env, ws), REDUCER)
+
+
+def test_sigterm_answers_continue(env, ws):
+    # warm the extracted runtime first: before run_hook installs its SIGTERM handler (launcher,
+    # first-run extraction) a SIGTERM still kills the process without an answer
+    hook("UserPromptSubmit", prompt_payload(ws, "warm up"), env)
+    proc = subprocess.Popen([os.path.join(DIST, BINARIES["UserPromptSubmit"])], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdin.write(b'{"hook_event_name":"UserPromptSubmit",')  # keep stdin open: the hook is reading
+    proc.stdin.flush()
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    out, _err = proc.communicate(timeout=5)
+    assert proc.returncode == 0
+    assert out == FAIL_OPEN
+
+
+def test_sixteen_concurrent_prompts(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal concurrency base"), env)  # warm + one task
+    procs = []
+    for i in range(16):
+        payload = prompt_payload(ws, f"intent: must concurrent requirement {i:02d}", turn=f"turn-c{i}")
+        p = subprocess.Popen([os.path.join(DIST, BINARIES["UserPromptSubmit"])], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        procs.append((p, json.dumps(payload).encode()))
+    started = time.monotonic()
+    for p, data in procs:
+        p.stdin.write(data)
+        p.stdin.close()
+    outs = []
+    for p, _d in procs:
+        p.wait(timeout=15)
+        outs.append(p.stdout.read())
+        assert p.returncode == 0
+    assert time.monotonic() - started < 10
+    for out in outs:
+        assert json.loads(out)["continue"] is True
+    evs = events(env, ws)
+    statements = [e["payload"]["claim"]["statement"] for e in evs if e["event_type"] == "claim_added"]
+    for i in range(16):
+        assert statements.count(f"must: concurrent requirement {i:02d}") == 1, (i, outs)
+    ledger.verify_all(project_of(env, ws), REDUCER)
