@@ -393,10 +393,16 @@ def import_graph(paths, reducer, data, *, task_id=None, deadline, workspace=None
         return the_plan.drafts
 
     def after_commit(tx, events):
-        if workspace is not None:
-            from intent_loop.command_runner import refresh_quietly
+        if workspace is not None:  # keep the Guard file in step with the (unchanged) projection
+            from intent_loop import provider
 
-            holder["publication"] = refresh_quietly(tx, workspace=workspace, env=env or {})
+            try:
+                holder["publication"] = provider.refresh(tx, workspace=workspace, env=env or {})
+            except IntentLoopError as exc:  # a Guard file failure never undoes the import
+                holder["publication"] = {"action": "error", "reason": exc.message, "code": exc.code}
+            except OSError as exc:
+                holder["publication"] = {"action": "error", "reason": str(exc),
+                                         "code": ErrorCode.PROVIDER_WRITE_FAILED}
 
     events, _replayed = mutate(paths, reducer, request_id=request_id, operation="graph.import",
                                params={"graph_sha256": graph_sha, "task": task_id},
