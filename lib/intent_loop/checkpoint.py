@@ -3,6 +3,8 @@
 Everything here can be deleted at any time; it is rebuilt from the ledger. A checkpoint is
 trusted only when the ledger's identity (size, inode, mtime) is unchanged and its last line
 still hashes to the recorded hash, or, after an append, when that line is still in place.
+The file is `<sha256 of the body>\n<canonical JSON body>`, so a cache damaged or edited by hand
+is ignored (and rebuilt), never believed.
 """
 import os
 
@@ -48,15 +50,28 @@ def load(paths, reducer):
         if paths_mod.check_regular_file(path) is None:
             return None
         with open(path, "rb") as fh:
-            doc = loads(fh.read())
+            data = fh.read()
+        digest, body = data[:64], data[65:]
+        if data[64:65] != b"\n" or sha256_hex(body).encode() != digest:
+            return None
+        doc = loads(body)
         if (doc.get("format") != CACHE_FORMAT or doc.get("reducer") != reducer.version
                 or doc.get("project_id") != paths.project_id):
             return None
         v = doc["verified"]
+        if not _is_checkpoint(v) or not isinstance(doc["state"], dict) or not isinstance(doc["identity"], list):
+            return None
         verified = Verified(v["size"], v["count"], v["last_hash"], v["last_line_start"], doc["state"])
         return Cached(verified, doc["identity"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IntentLoopError):
         return None
+
+
+def _is_checkpoint(v):
+    counts = (v.get("size"), v.get("count"), v.get("last_line_start"))
+    if not all(type(n) is int and n >= 0 for n in counts) or v["last_line_start"] > v["size"]:
+        return False
+    return v["last_hash"] is None or (isinstance(v["last_hash"], str) and len(v["last_hash"]) == 64)
 
 
 def is_current(cached, st):
@@ -114,7 +129,9 @@ def save(paths, reducer, verified, st):
     }
     from intent_loop.atomic import replace_atomically
 
+    body = canonical_bytes(doc)
     try:
-        replace_atomically(os.path.join(paths.cache_dir, STATE_FILE), canonical_bytes(doc), durable=False)
+        replace_atomically(os.path.join(paths.cache_dir, STATE_FILE),
+                           sha256_hex(body).encode() + b"\n" + body, durable=False)
     except IntentLoopError:
         pass

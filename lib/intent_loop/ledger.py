@@ -113,7 +113,7 @@ def check_line(line, *, line_no, project_id, prev_hash):
     """Verify one ledger line (bytes without LF) against the chain; return the event dict."""
     try:
         event = loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise _malformed(line_no, "not valid UTF-8 JSON") from None
     if not isinstance(event, dict):
         raise _malformed(line_no, "not a JSON object")
@@ -129,7 +129,11 @@ def check_line(line, *, line_no, project_id, prev_hash):
     _check_envelope_types(event, line_no)
     if event["project_id"] != project_id:
         raise IntentLoopError(ErrorCode.FOREIGN_PROJECT, f"line {line_no} belongs to another project", line=line_no)
-    if canonical_bytes(event) != line:
+    try:
+        canonical = canonical_bytes(event)
+    except IntentLoopError:  # a lone surrogate escape: no valid event carries one
+        raise _malformed(line_no, "holds text that is not valid Unicode") from None
+    if canonical != line:
         raise _malformed(line_no, "not in canonical JSON form")
     start = 11 + len(event["actor"])  # len('{"actor":"') + actor + closing quote
     if line[start : start + len(_HASH_FIELD)] != _HASH_FIELD:  # pragma: no cover - canonical order
@@ -254,16 +258,26 @@ def verify_all(paths, reducer, *, on_progress=None):
 def find_request(data, request_id, *, project_id):
     """Events already recorded under `request_id`, as a list (empty when none).
 
-    A byte search over the canonical ledger: `"request_id":"<id>"` can only occur as the
-    envelope field (ids need no escaping and payloads never use that key), and the search runs
-    at memchr speed over bytes the transaction has in memory for the rewrite anyway, so no
-    separate index can drift from the ledger.
+    A byte search over the canonical ledger: the envelope field `"request_id":"<id>"` is found
+    at memchr speed in bytes the transaction holds in memory for the rewrite anyway, so no
+    separate index can drift from the ledger. The same bytes inside a payload (a nested key of
+    that name) are skipped by checking the parsed envelope of each hit.
     """
     needle = b'"request_id":"' + request_id.encode() + b'"'
     start = data.find(needle)
-    if start < 0:
-        return []
-    line_start = data.rfind(b"\n", 0, start) + 1
+    while start >= 0:
+        line_start = data.rfind(b"\n", 0, start) + 1
+        stop = data.find(b"\n", line_start)
+        if stop < 0:
+            return []
+        if loads(data[line_start:stop]).get("request_id") == request_id:
+            return _request_events(data, line_start, request_id)
+        start = data.find(needle, stop)
+    return []
+
+
+def _request_events(data, line_start, request_id):
+    """The consecutive lines of one request, from its first line on."""
     events = []
     while line_start < len(data):
         stop = data.find(b"\n", line_start)
@@ -424,14 +438,17 @@ def _remove_orphan_temps(paths):
     """Remove strictly named temp files that killed writers left (we hold the lock)."""
     from intent_loop.atomic import is_temp_name_for
 
-    for directory in (paths.dir, paths.private_dir, paths.cache_dir):
+    suffix = len(".") + 32 + len(".tmp")
+    for directory in (paths.dir, paths.private_dir, paths.quarantine_dir, paths.cache_dir):
         try:
             names = os.listdir(directory)
         except FileNotFoundError:
             continue
         for name in names:
-            targets = ("ledger.jsonl",) if directory == paths.dir else (name.split(".", 1)[0] + ".json",)
-            if any(is_temp_name_for(name, t) for t in targets):
+            target = name[:-suffix]
+            if directory == paths.dir and target != "ledger.jsonl":
+                continue  # the project directory holds no other files we replace
+            if target and is_temp_name_for(name, target):
                 try:
                     os.unlink(os.path.join(directory, name))
                 except OSError:

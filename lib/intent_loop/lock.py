@@ -37,6 +37,7 @@ class ProjectLock:
         self.silent_after = silent_after
         self.token = os.urandom(16).hex()
         self._owner_fd = None
+        self._installed = False
         self._sleep = _sleep
 
     def __enter__(self):
@@ -48,7 +49,19 @@ class ProjectLock:
 
     # -- acquiring -------------------------------------------------------------------------
     def acquire(self):
-        prepared = self._prepare()
+        try:
+            prepared = self._prepare()
+        except OSError as exc:
+            self._abandon(f"{self.lock_dir}.{self.token}.tmp")
+            raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not prepare the project lock: {exc.strerror}; "
+                                  "check free space and permissions") from exc
+        try:
+            self._wait_and_install(prepared)
+        except BaseException:
+            self._abandon(prepared)
+            raise
+
+    def _wait_and_install(self, prepared):
         watched = None  # (token, heartbeat) of the live holder we are waiting behind
         watched_since = time.monotonic()
         pause = 0.001
@@ -60,6 +73,7 @@ class ProjectLock:
                         self._close_owner()
                         prepared = self._prepare()
                     os.rename(prepared, self.lock_dir)
+                    self._installed = True
                     return
                 if holder["dead"]:
                     self._reclaim(holder)
@@ -69,14 +83,12 @@ class ProjectLock:
             if progress != watched:
                 watched, watched_since = progress, now
             elif now - watched_since > self.silent_after:
-                self._abandon(prepared)
                 raise IntentLoopError(
                     ErrorCode.LOCK_TIMEOUT,
                     f"the project lock is held by live process {holder.get('pid')}, silent for "
                     f"{now - watched_since:.0f}s; it was not taken from it. Check that process, then retry",
                 )
             if now >= self.deadline:
-                self._abandon(prepared)
                 raise IntentLoopError(
                     ErrorCode.LOCK_TIMEOUT,
                     f"the project lock stayed busy (holder pid {holder.get('pid')}) until the deadline; retry",
@@ -99,9 +111,9 @@ class ProjectLock:
             "process_start": _platform.process_start_time(os.getpid()),
             "acquired_at": time.time(),
         }
+        self._owner_fd = fd  # from here on _abandon closes it, whatever fails next
         write_all(fd, dumps(record).encode())
         _platform.fsync_file(fd)
-        self._owner_fd = fd
         return prepared
 
     def _inspect_holder(self):
@@ -142,8 +154,10 @@ class ProjectLock:
         remove_lock_tree(marker)
 
     def _abandon(self, prepared):
+        """Drop a prepared directory that never became the lock (never the installed lock)."""
         self._close_owner()
-        remove_lock_tree(prepared)
+        if not self._installed:
+            remove_lock_tree(prepared)
 
     def _close_owner(self):
         if self._owner_fd is not None:

@@ -3,7 +3,7 @@
 # `re` is imported lazily, on the first text the pre-filter cannot clear: `import re` costs about
 # one whole interpreter start and this runs inside a hook on every prompt (startup-performance.md).
 
-# The order the passes run in; where two kinds could match the same characters the earlier wins.
+# The order the patterns apply in; where two kinds could match the same characters the earlier wins.
 KINDS = (
     "private_key", "url_credentials", "anthropic_key", "openai_key", "github_token", "aws_access_key",
     "google_api_key", "slack_token", "stripe_key", "npm_token", "huggingface_token", "jwt",
@@ -50,16 +50,23 @@ _ASSIGNMENT_TAIL = (r"(?:[\"']?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+is[ \t]+)"
 # A possessive run is always tried first at its own start, so no lookbehind is needed; `=` only
 # as trailing padding, so `name=value` is judged as `value` alone.
 _HIGH_ENTROPY_PATTERN = r"[A-Za-z0-9+/_-]{24,}+=*+"
+# What ids, paths and identifiers are made of: words, hex or UPPER pieces, digit runs, separators.
+# A token >= 60% covered by these is structure, not randomness; random 24-character tokens reach
+# that 0.2% of the time, Codex transcript paths and `Header2/index`-style names almost always.
+_STRUCTURE_PATTERN = (r"[A-Z]?[a-z]{4,}|(?<![A-Za-z0-9])(?:[0-9a-f]{4,}|[0-9A-F]{4,}|[A-Z]{3,})(?![A-Za-z0-9])"
+                      r"|[0-9]{3,}|[/_+=-]")
+_STRUCTURED_SHARE = 0.6
 
-_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+_UPPER_CHARS, _LOWER_CHARS, _DIGIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "0123456789"
+_TOKEN_CHARS = _UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "+/=_-"
 # Every other ASCII character separates runs; non-ASCII characters stay and only lengthen runs.
 _RUN_SEPARATORS = {code: " " for code in range(128) if chr(code) not in _TOKEN_CHARS}
 _PREFIXED_MIN_RUN = 16
 _HIGH_ENTROPY_MIN_RUN = 24
 _MIN_ENTROPY_BITS = 3.5
-_UPPER, _LOWER, _DIGITS = frozenset(_TOKEN_CHARS[:26]), frozenset(_TOKEN_CHARS[26:52]), frozenset(_TOKEN_CHARS[52:62])
+_UPPER, _LOWER, _DIGITS = frozenset(_UPPER_CHARS), frozenset(_LOWER_CHARS), frozenset(_DIGIT_CHARS)
 _DIGITS_AND_SYMBOLS = _DIGITS | frozenset("!@#%^&*+=~?")
-_HEX_AND_DASH = "0123456789abcdefABCDEF-"
+_HEX_AND_DASH = _DIGIT_CHARS + "abcdefABCDEF-"
 _DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-")  # Subresource Integrity
 _PLACEHOLDER_WORDS = frozenset(("none", "null", "nil", "true", "false", "undefined"))
 
@@ -84,8 +91,8 @@ def _marker(kind):
 
 def _may_contain_secret(text):
     """Cheap and conservative: False only when no pattern can match (checked by a property test)."""
-    lowered = text.lower()
-    if any(trigger in lowered for trigger in _TRIGGERS):
+    folded = _fold_case(text)
+    if any(trigger in folded for trigger in _TRIGGERS):
         return True
     for run in text.translate(_RUN_SEPARATORS).split():
         if len(run) < _PREFIXED_MIN_RUN:
@@ -95,6 +102,11 @@ def _may_contain_secret(text):
         if len(run) >= _HIGH_ENTROPY_MIN_RUN and not (run.islower() or run.isupper() or run.isalpha()):
             return True
     return False
+
+
+def _fold_case(text):
+    """text.lower() with every offset kept: U+0130 is the one character that lowers to two."""
+    return text.replace("\u0130", "I").lower()
 
 
 def _apply_patterns(text):
@@ -112,6 +124,7 @@ def _compile_passes():
     from functools import partial
 
     flags = re.ASCII  # ASCII classes and case folding keep the str.lower() pre-filter exact
+    structure = re.compile(_STRUCTURE_PATTERN, flags)
     prefixed = "|".join(f"(?P<{kind}>{pattern})" for kind, _prefixes, pattern in _PREFIXED_FAMILIES)
     keywords = "|".join(re.escape(word) for word in sorted(_ASSIGNMENT_KEYWORDS, key=len, reverse=True))
     prefixed_pattern = rf"(?={_first_chars(_PREFIXES)})(?<![A-Za-z0-9_-])(?:{prefixed})(?![A-Za-z0-9_-])"
@@ -120,10 +133,9 @@ def _compile_passes():
         partial(re.compile(_PEM_PATTERN, flags).sub, _marker("private_key")),
         partial(re.compile(_URL_AUTHORITY_PATTERN, flags).sub, _redact_url_userinfo),
         partial(re.compile(prefixed_pattern, flags).sub, _redact_prefixed),
-        partial(re.compile(_BEARER_PATTERN, flags).sub, _redact_bearer),
+        partial(re.compile(_BEARER_PATTERN, flags).sub, partial(_redact_bearer, structure=structure)),
         partial(_redact_assignments, pattern=re.compile(assignment_pattern, flags)),
-        partial(re.compile(_HIGH_ENTROPY_PATTERN, flags).sub,
-                partial(_redact_high_entropy, word_run=re.compile("[A-Z]?[a-z]{4,}", flags))),
+        partial(re.compile(_HIGH_ENTROPY_PATTERN, flags).sub, partial(_redact_high_entropy, structure=structure)),
     )
 
 
@@ -144,18 +156,16 @@ def _redact_prefixed(match):
     return _marker(match.lastgroup)
 
 
-def _redact_bearer(match):
+def _redact_bearer(match, *, structure):
     token = match.group("token")
-    looks_random = not _DIGITS.isdisjoint(token) or (len(token) >= 20 and not token.islower() and not token.isupper())
-    if not looks_random:
-        return match.group()  # `Bearer AuthenticationScheme` in prose
+    if _DIGITS.isdisjoint(token) and _is_structured(token, structure):
+        return match.group()  # prose: "Bearer AuthenticationScheme"
     return match.group()[: match.start("token") - match.start()] + _marker("bearer_token")
 
 
 def _redact_assignments(text, *, pattern):
     """Keys match case-insensitively: the pattern runs on a lowercased copy with the same offsets."""
-    # str.lower() keeps every offset except for U+0130, the one character that lowers to two.
-    folded = text.replace("\u0130", "I").lower()
+    folded = _fold_case(text)
     pieces, done, position = [], 0, 0
     while (match := pattern.search(folded, position)) is not None:
         value_start, value_end = match.span(match.lastgroup)
@@ -182,17 +192,21 @@ def _resume_after_declined_value(match, value_start, value_end):
 
 def _is_secret_value(text, match, value_start, value_end):
     value = text[value_start:value_end]
-    if _is_placeholder(value):
+    if match.lastgroup == "bare" and not _is_unquoted_secret(text, match, value):
         return False
-    if match.lastgroup != "bare":
-        return True
+    return not _is_placeholder(value)
+
+
+def _is_unquoted_secret(text, match, value):
+    """A digit or symbol is needed (`token: str` is a type), except env style: `API_KEY=value`."""
+    value_start, value_end = match.span("bare")
     if text[value_end:value_end + 1] in ("(", "["):
         return False  # a call or a subscript: code, not a literal
+    if len(value) >= 4 and not _DIGITS_AND_SYMBOLS.isdisjoint(value):
+        return True
     key_and_separator = text[match.start():value_start]
     key = key_and_separator[:-1].replace("-", "_")
-    if key_and_separator.endswith("=") and key.isupper() and key.isidentifier():
-        return True  # env style, `API_KEY=value`: any value counts
-    return len(value) >= 4 and not _DIGITS_AND_SYMBOLS.isdisjoint(value)  # not `token: str`
+    return key_and_separator.endswith("=") and key.isupper() and key.isidentifier()
 
 
 def _is_placeholder(value):
@@ -210,17 +224,19 @@ def _is_placeholder(value):
     return not value.strip("*xX.")
 
 
-def _redact_high_entropy(match, *, word_run):
+def _redact_high_entropy(match, *, structure):
     token = match.group()
     if _UPPER.isdisjoint(token) or _LOWER.isdisjoint(token) or _DIGITS.isdisjoint(token):
         return token
     if not token.strip(_HEX_AND_DASH) or token.startswith(_DIGEST_PREFIXES):
         return token  # hex digests, UUIDs and integrity hashes are ids, not secrets
-    if _shannon_entropy(token) < _MIN_ENTROPY_BITS:
+    if _shannon_entropy(token) < _MIN_ENTROPY_BITS or _is_structured(token, structure):
         return token
-    if 2 * sum(map(len, word_run.findall(token))) >= len(token):
-        return token  # mostly words, like `src/Header2/index`: identifiers and paths, rarely random
     return _marker("high_entropy")
+
+
+def _is_structured(token, structure):
+    return sum(map(len, structure.findall(token))) >= _STRUCTURED_SHARE * len(token)
 
 
 def _shannon_entropy(text):
