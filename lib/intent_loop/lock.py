@@ -51,6 +51,9 @@ class ProjectLock:
     def acquire(self):
         try:
             prepared = self._prepare()
+        except IntentLoopError:
+            self._abandon(f"{self.lock_dir}.{self.token}.tmp")
+            raise
         except OSError as exc:
             self._abandon(f"{self.lock_dir}.{self.token}.tmp")
             raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not prepare the project lock: {exc.strerror}; "
@@ -102,16 +105,19 @@ class ProjectLock:
         os.mkdir(prepared, 0o700)
         owner_path = os.path.join(prepared, OWNER_FILE)
         fd = os.open(owner_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        if not _platform.try_lock_exclusive(fd):  # pragma: no cover - a brand-new file
-            os.close(fd)
-            raise IntentLoopError(ErrorCode.LOCK_CONFLICT, "could not lock a fresh owner record")
+        self._owner_fd = fd  # from here on _abandon closes it, whatever fails next
+        # A holder cleaning residue may probe this fresh file with a brief shared lock between
+        # our open and our flock; wait that out instead of failing.
+        while not _platform.try_lock_exclusive(fd):
+            if time.monotonic() >= self.deadline:
+                raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "could not lock a fresh owner record before the deadline")
+            time.sleep(0.0005)
         record = {
             "pid": os.getpid(),
             "token": self.token,
             "process_start": _platform.process_start_time(os.getpid()),
             "acquired_at": time.time(),
         }
-        self._owner_fd = fd  # from here on _abandon closes it, whatever fails next
         write_all(fd, dumps(record).encode())
         _platform.fsync_file(fd)
         return prepared

@@ -1,0 +1,1 @@
+"""Helpers shared by the storage tests and the processes they spawn (no tests live here)."""
