@@ -34,8 +34,33 @@ def write_all(fd, data):
         view = view[written:]
 
 
-def replace_atomically(path, data, *, mode=0o600, durable=True):
+def copy_prefix(src_fd, dst_fd, length):
+    """Copy bytes [0, length) of src_fd to dst_fd's position, inside the kernel where possible."""
+    copied = 0
+    while copied < length:
+        try:
+            step = os.copy_file_range(src_fd, dst_fd, length - copied, copied)
+        except (AttributeError, OSError) as exc:  # no copy_file_range here (macOS, old kernels, EXDEV)
+            if isinstance(exc, OSError) and exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
+                                                               errno.EOPNOTSUPP, errno.EPERM):
+                raise
+            step = _copy_by_reading(src_fd, dst_fd, copied, length)
+        if step == 0:
+            raise OSError(errno.EIO, "the source ended before the verified prefix did")
+        copied += step
+
+
+def _copy_by_reading(src_fd, dst_fd, start, length):
+    chunk = os.pread(src_fd, min(1 << 20, length - start), start)
+    write_all(dst_fd, chunk)
+    return len(chunk)
+
+
+def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
     """Replace `path` with `data` durably (`durable=False`: atomic only, for derived caches).
+
+    `prefix=(fd, length)` puts the first `length` bytes of an open file before `data`: an
+    append copies the ledger's verified prefix without reading it into memory.
 
     Before the rename any failure leaves `path` byte-identical and no temp file behind
     (WRITE_FAILED). After the rename the new content is visible; if the directory sync then
@@ -45,6 +70,8 @@ def replace_atomically(path, data, *, mode=0o600, durable=True):
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
         try:
+            if prefix is not None:
+                copy_prefix(prefix[0], fd, prefix[1])
             write_all(fd, data)
             if durable:
                 _platform.fsync_file(fd)

@@ -166,9 +166,13 @@ def _is_hex64(value):
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
-def fold_lines(data, verified, reducer, *, project_id, on_progress=None):
-    """Verify and fold every complete line of `data` after `verified.size`; mutates `verified`."""
-    offset = verified.size
+def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None):
+    """Verify and fold every complete line after `verified.size`; mutates `verified`.
+
+    `data` holds the ledger's bytes from file offset `base` (<= verified.size) to its end, so a
+    caller resuming from a checkpoint reads only the suffix.
+    """
+    offset = verified.size - base
     end = data.rfind(b"\n") + 1
     line_no = verified.count
     while offset < end:
@@ -176,14 +180,14 @@ def fold_lines(data, verified, reducer, *, project_id, on_progress=None):
         line_no += 1
         event = check_line(data[offset:stop], line_no=line_no, project_id=project_id, prev_hash=verified.last_hash)
         reducer.apply(verified.state, event)
-        verified.last_line_start = offset
+        verified.last_line_start = base + offset
         verified.last_hash = event["event_hash"]
         offset = stop + 1
         if on_progress is not None and line_no % 1000 == 0:
             on_progress(offset, len(data))
     verified.count = line_no
-    verified.size = max(end, verified.size)
-    verified.torn_tail = len(data) - verified.size
+    verified.size = max(base + end, verified.size)
+    verified.torn_tail = base + len(data) - verified.size
     return verified
 
 
@@ -191,25 +195,51 @@ def _empty(reducer):
     return Verified(0, 0, None, 0, reducer.initial())
 
 
-def _read_ledger(paths):
-    """The ledger's bytes and stat, or (None, None) when absent; refuses unsafe files."""
+def open_ledger(paths):
+    """(fd, stat) of the ledger opened for reading, or (None, None); refuses unsafe files."""
     st = paths_mod.check_regular_file(paths.ledger)
     if st is None:
         return None, None
     fd = os.open(paths.ledger, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fst = os.fstat(fd)
+    if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev):
+        os.close(fd)
+        raise paths_mod.unsafe(paths.ledger, "the ledger was swapped while opening it")
+    return fd, fst
+
+
+def read_range(fd, start, end):
+    """Bytes [start, end) of an open file, read into one buffer."""
+    buffer = bytearray(max(0, end - start))
+    view = memoryview(buffer)
+    done = 0
+    while done < len(buffer):
+        got = os.preadv(fd, [view[done:]], start + done)
+        if got == 0:
+            break
+        done += got
+    return bytes(view[:done])
+
+
+def _read_ledger(paths):
+    """The ledger's bytes and stat, or (None, None) when absent; refuses unsafe files."""
+    fd, fst = open_ledger(paths)
+    if fd is None:
+        return None, None
     try:
-        fst = os.fstat(fd)
-        if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev):
-            raise paths_mod.unsafe(paths.ledger, "the ledger was swapped while opening it")
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        return read_range(fd, 0, fst.st_size), fst
     finally:
         os.close(fd)
-    return b"".join(chunks), fst
+
+
+def verify_from_checkpoint(fd, size, cached, reducer, *, project_id):
+    """The verified state of an open ledger, reading only what follows a still-valid checkpoint."""
+    if cached is not None:
+        v = cached.verified
+        if v.size == 0 or (v.size <= size and checkpoint.line_hash_at(
+                read_range(fd, v.last_line_start, v.size), 0, v.size - v.last_line_start) == v.last_hash):
+            return fold_lines(read_range(fd, v.size, size), v, reducer, project_id=project_id, base=v.size)
+    return fold_lines(read_range(fd, 0, size), _empty(reducer), reducer, project_id=project_id)
 
 
 def is_project_present(paths):
@@ -229,21 +259,16 @@ def load_verified(paths, reducer, *, write_cache=True):
     cached = checkpoint.load(paths, reducer)
     if cached is not None and checkpoint.is_current(cached, st) and checkpoint.last_line_matches(paths, cached):
         return cached.verified
-    data, st = _read_ledger(paths)
-    verified = _resume_point(data, cached, reducer)
-    fold_lines(data, verified, reducer, project_id=paths.project_id)
+    fd, st = open_ledger(paths)
+    if fd is None:
+        return _empty(reducer)
+    try:
+        verified = verify_from_checkpoint(fd, st.st_size, cached, reducer, project_id=paths.project_id)
+    finally:
+        os.close(fd)
     if write_cache:
         checkpoint.save(paths, reducer, verified, st)
     return verified
-
-
-def _resume_point(data, cached, reducer):
-    """Resume from the cached checkpoint when its last line is still in place, else from zero."""
-    if cached is not None:
-        v = cached.verified
-        if v.size <= len(data) and checkpoint.line_hash_at(data, v.last_line_start, v.size) == v.last_hash:
-            return v
-    return _empty(reducer)
 
 
 def verify_all(paths, reducer, *, on_progress=None):
@@ -304,9 +329,10 @@ class Transaction:
         self.deadline = deadline
         self._now = _now
         self.lock = None
-        self.data = b""
+        self.fd = None  # the current ledger, open for copying its verified prefix
         self.verified = None
         self.durability_uncertain = False
+        self.index_end = None  # how far the request index is known to cover the ledger
 
     @property
     def state(self):
@@ -326,23 +352,40 @@ class Transaction:
         return self
 
     def __exit__(self, *exc_info):
+        self._close()
         self.lock.release()
+
+    def _close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _reopen(self):
+        self._close()
+        self.fd, _st = open_ledger(self.paths)
+
+    @property
+    def data(self):
+        """The whole verified ledger (deletion and recovery need it; appends never read it)."""
+        return read_range(self.fd, 0, self.verified.size) if self.fd is not None else b""
 
     def _prepare(self):
         self.lock.clean_residue()
         _remove_orphan_temps(self.paths)
-        data, _st = _read_ledger(self.paths)
-        self.data = data or b""
+        self.fd, st = open_ledger(self.paths)
         cached = checkpoint.load(self.paths, self.reducer)
-        self.verified = fold_lines(self.data, _resume_point(self.data, cached, self.reducer),
-                                   self.reducer, project_id=self.paths.project_id)
+        if self.fd is None:
+            self.verified = _empty(self.reducer)
+        else:
+            self.verified = verify_from_checkpoint(self.fd, st.st_size, cached, self.reducer,
+                                                   project_id=self.paths.project_id)
         if self.verified.torn_tail:
             self._quarantine_torn_tail()
         self.lock.heartbeat()
 
     def _quarantine_torn_tail(self):
         """Summarize the partial last line by length and digest only, then cut it off durably."""
-        tail = self.data[self.verified.size :]
+        tail = read_range(self.fd, self.verified.size, self.verified.size + self.verified.torn_tail)
         record = {
             "kind": "torn_tail",
             "byte_length": len(tail),
@@ -352,13 +395,16 @@ class Transaction:
         }
         name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.urandom(4).hex()}-torn-tail.json"
         replace_atomically(os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
-        self.data = self.data[: self.verified.size]
-        replace_atomically(self.paths.ledger, self.data)
+        replace_atomically(self.paths.ledger, b"", prefix=(self.fd, self.verified.size))
+        self._reopen()
         self.verified.torn_tail = 0
         self._save_cache()
 
     def find_request(self, request_id):
-        return find_request(self.data, request_id, project_id=self.paths.project_id)
+        """Events already recorded under `request_id` (the request index, kept current here)."""
+        from intent_loop import request_index
+
+        return request_index.find(self, request_id)
 
     def check_deadline(self):
         if time.monotonic() >= self.deadline:
@@ -380,16 +426,20 @@ class Transaction:
             prev = event["event_hash"]
             events.append(event)
             lines.append(line)
-        new_data = self.data + b"".join(lines)
         self.check_deadline()
         self.lock.heartbeat()
-        try:
-            replace_atomically(self.paths.ledger, new_data)
+        first_offset = self.verified.size
+        try:  # the verified prefix is copied inside the kernel, then the new lines follow
+            replace_atomically(self.paths.ledger, b"".join(lines), prefix=(self.fd, first_offset))
         except IntentLoopError as exc:
             if exc.code != ErrorCode.DURABILITY_UNCERTAIN:
                 raise
             self.durability_uncertain = True
-        self._advance(new_data, events, len(self.data))
+        self._reopen()
+        self._advance(lines, events, first_offset)
+        from intent_loop import request_index
+
+        request_index.record(self, request_id, first_offset, events[-1]["event_hash"])
         if self.durability_uncertain:
             raise IntentLoopError(
                 ErrorCode.DURABILITY_UNCERTAIN,
@@ -397,16 +447,15 @@ class Transaction:
             )
         return events
 
-    def _advance(self, new_data, events, first_offset):
+    def _advance(self, lines, events, first_offset):
         offset = first_offset
-        for event in events:
+        for event, line in zip(events, lines):
             self.reducer.apply(self.verified.state, event)
             self.verified.last_line_start = offset
-            offset = new_data.index(b"\n", offset) + 1
-        self.verified.size = len(new_data)
+            offset += len(line)
+        self.verified.size = offset
         self.verified.count += len(events)
         self.verified.last_hash = events[-1]["event_hash"]
-        self.data = new_data
         self._save_cache()
 
     def _save_cache(self):
@@ -422,7 +471,8 @@ class Transaction:
             raise IntentLoopError(ErrorCode.INVALID_EVENT, "the rewritten ledger did not verify; nothing was replaced")
         self.check_deadline()
         replace_atomically(self.paths.ledger, new_data)
-        self.data = new_data
+        self._reopen()
+        self.index_end = None  # offsets moved: the request index revalidates itself
         self.verified = fresh
         self._save_cache()
 
