@@ -80,6 +80,9 @@ def draft(tag):
 """
 
 
+CACHE_FILES = ("state.json", "requests.idx")  # the derived state a previous writer leaves behind
+
+
 def percentile(samples, fraction):
     ordered = sorted(samples)
     index = max(0, min(len(ordered) - 1, int(round(fraction * len(ordered) + 0.5)) - 1))
@@ -114,15 +117,19 @@ class Ledger:
         replace_atomically(self.paths.ledger, b"".join(lines))
         verified = ledger.load_verified(self.paths, payload_mod.Counter())
         assert verified.count == self.size
+        with ledger.Transaction(self.paths, payload_mod.Counter(), deadline=time.monotonic() + 60) as tx:
+            tx.find_request("bench-index-warmup")  # builds cache/requests.idx as earlier writers leave it
         shutil.copy2(self.paths.ledger, self.pristine / "ledger.jsonl")
-        shutil.copy2(os.path.join(self.paths.cache_dir, "state.json"), self.pristine / "state.json")
+        for name in CACHE_FILES:
+            shutil.copy2(os.path.join(self.paths.cache_dir, name), self.pristine / name)
         self.bytes = os.path.getsize(self.paths.ledger)
 
     def restore(self):
         """Put the pristine ledger and cache back, durably, as the previous writer would leave them
         (clean pages in the page cache: unsynced ones would make the measured rename pay for them)."""
-        for name, target in (("ledger.jsonl", self.paths.ledger),
-                             ("state.json", os.path.join(self.paths.cache_dir, "state.json"))):
+        targets = [("ledger.jsonl", self.paths.ledger)]
+        targets += [(name, os.path.join(self.paths.cache_dir, name)) for name in CACHE_FILES]
+        for name, target in targets:
             temp = target + ".bench-restore"
             shutil.copyfile(self.pristine / name, temp)
             os.chmod(temp, 0o600)
