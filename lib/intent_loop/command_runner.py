@@ -6,13 +6,10 @@ from intent_loop.claims import short_id
 from intent_loop.commands import HELP_TEXT, Rejection, build_claim, verb_for_claim
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.ledger import mutate, rfc3339_utc
-from intent_loop.state import ProjectReducer, active_claims
-from intent_loop.views import hook_view
+from intent_loop.state import ProjectReducer
+from intent_loop.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 
 REDUCER = ProjectReducer()
-PRIVATE_NOTICE = ("intent-loop: this session is private. Nothing from it is recorded and no stored "
-                  "intent is shown; `intent: on` ends private mode.")
-OFF_NOTICE = "intent-loop is off for this session's task; `intent: on` turns it back on."
 _PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
                                 "candidate_confirmed", "mode_set", "session_linked"))
 
@@ -255,23 +252,6 @@ def refresh_quietly(tx, *, workspace, env):
         return {"action": "error", "reason": exc.message, "code": exc.code}
     except OSError as exc:
         return {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
-
-
-def session_context(state, paths, session_hash):
-    """(task_id, text) that hooks may show for a session: the hook view or a fixed notice."""
-    task_id = state["sessions"].get(session_hash)
-    if private.read_control(paths, session_hash) is not None:
-        return task_id, PRIVATE_NOTICE
-    task = state["tasks"].get(task_id)
-    if task is None:
-        return None, None
-    if task["mode"] == "private":
-        return task_id, PRIVATE_NOTICE
-    if task["mode"] == "off":
-        return task_id, OFF_NOTICE
-    if not active_claims(task):
-        return task_id, None
-    return task_id, hook_view(state, task_id)
 
 
 HELP = HELP_TEXT

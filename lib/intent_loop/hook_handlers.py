@@ -16,9 +16,9 @@ NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task
 
 
 def reducer():
-    from intent_loop.command_runner import REDUCER
+    from intent_loop.state import ProjectReducer
 
-    return REDUCER
+    return ProjectReducer()
 
 SESSION_DOMAIN = "intent-loop-session-v1\0"
 RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in this project and is not "
@@ -98,9 +98,9 @@ def session_start(payload, runtime):
     ctx = HookContext(payload, runtime)
     if not ctx.state["tasks"]:
         return None
-    from intent_loop import command_runner
+    from intent_loop.session_view import session_context
 
-    task_id, text = command_runner.session_context(ctx.state, ctx.paths, ctx.session)
+    task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
     if text is not None:
         ctx.remember_view(text)
         return {"context": text}
@@ -140,8 +140,8 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     if not _is_recording(ctx, task):
         return None
     source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
-    from intent_loop import command_runner
     from intent_loop.ledger import mutate
+    from intent_loop.session_view import session_context
     from intent_loop.tasks import Plan, observe
 
     def plan(state):
@@ -154,7 +154,7 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
            operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline)
     if actor == "agent":
         return None
-    _task_id, text = command_runner.session_context(ctx.state, ctx.paths, ctx.session)
+    _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
     if text is None or ctx.has_seen(text):
         return None
     ctx.remember_view(text)

@@ -42,7 +42,7 @@ _PEM_PATTERN = (r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----[\s\S]*?
                 r"(?:-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----|\Z)")  # lazy: one scan per BEGIN
 # The authority stops before a `:` that starts another `://`, which belongs to the next URL.
 _URL_AUTHORITY_PATTERN = r"://(?<=[A-Za-z0-9]://)(?:[^\s/?#\[\]:]|:(?!//))++"
-_BEARER_PATTERN = r"(?=[BbAa])\b(?i:bearer|authorization:[ \t]*basic)[ \t]+(?P<token>[A-Za-z0-9._~+/-]{16,}+=*+)"
+_BEARER_PATTERN = r"(?=[BbAa])\b(?i:bearer|authorization:[ \t]*+basic)[ \t]++(?P<token>[A-Za-z0-9._~+/-]{16,}+=*+)"
 # Matched against ASCII-lowercased text, so the keyword alternation needs no (slow) IGNORECASE.
 _ASSIGNMENT_TAIL = (r"(?:[\"']?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+is[ \t]+)"
                     r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)*+)\"|'(?P<sq>(?:[^'\\\n]|\\.)*+)'"
@@ -127,6 +127,7 @@ def _compile_passes():
     structure = re.compile(_STRUCTURE_PATTERN, flags)
     prefixed = "|".join(f"(?P<{kind}>{pattern})" for kind, _prefixes, pattern in _PREFIXED_FAMILIES)
     keywords = "|".join(re.escape(word) for word in sorted(_ASSIGNMENT_KEYWORDS, key=len, reverse=True))
+    # Only at the start of a run of body characters: one attempt per run keeps failing matches linear.
     prefixed_pattern = rf"(?={_first_chars(_PREFIXES)})(?<![A-Za-z0-9_-])(?:{prefixed})(?![A-Za-z0-9_-])"
     assignment_pattern = rf"(?={_first_chars(_ASSIGNMENT_KEYWORDS)})(?:{keywords}){_ASSIGNMENT_TAIL}"
     return (
