@@ -1,46 +1,25 @@
 """The CLI's report, claim, contract and health commands, in-process through main(argv)."""
-import io
 import json
 import os
 
 import pytest
 
-from intent_loop import paths as paths_mod
-from intent_loop.cli import main
-from intent_loop.cli.common import Console
 from intent_loop.hook_handlers import session_hash
 from intent_loop.ledger import Draft, Transaction
 from intent_loop.command_runner import REDUCER
-
-
-class Run:
-    def __init__(self, root, workspace, env=None):
-        self.env = {"INTENT_LOOP_DATA_DIR": str(root), "HOME": os.environ["HOME"], **(env or {})}
-        self.workspace = str(workspace)
-
-    def __call__(self, *argv):
-        console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env=self.env, cwd=self.workspace)
-        rc = main(list(argv), console=console)
-        return rc, console.stdout.getvalue(), console.stderr.getvalue()
-
-    def json(self, *argv, expect=0):
-        rc, out, err = self(*argv, "--json")
-        assert rc == expect, (rc, out, err)
-        return json.loads(out)
+from helpers.cli_runner import make_cli
 
 
 @pytest.fixture
 def cli(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return Run(tmp_path / "data", ws)
+    runner = make_cli(tmp_path)
+    monkeypatch.setenv("HOME", runner.env["HOME"])  # code that reads os.environ sees the same home
+    return runner
 
 
 @pytest.fixture
 def project(cli):
-    return paths_mod.project_paths(cli.env["INTENT_LOOP_DATA_DIR"], cli.workspace)
+    return cli.project()
 
 
 def _goal(cli, text="ship the parser"):

@@ -1,48 +1,25 @@
 """Verified physical deletion of a task or a claim: confirmation, re-chain, derived copies, scan."""
-import io
-import json
 import os
 import time
 
 import pytest
 
 from intent_loop import deletion, private, provider, tasks
-from intent_loop import paths as paths_mod
 from intent_loop.canonical import canonical_bytes, dumps
-from intent_loop.cli import main
-from intent_loop.cli.common import Console
 from intent_loop.command_runner import REDUCER, refresh_quietly
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.ledger import load_verified, mutate, new_uuid4, rfc3339_utc, verify_all
-
-
-class Run:
-    def __init__(self, root, workspace):
-        self.env = {"INTENT_LOOP_DATA_DIR": str(root), "HOME": str(root.parent / "home")}
-        self.workspace = str(workspace)
-
-    def __call__(self, *argv):
-        console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env=self.env, cwd=self.workspace)
-        rc = main(list(argv), console=console)
-        return rc, console.stdout.getvalue(), console.stderr.getvalue()
-
-    def json(self, *argv, expect=0):
-        rc, out, err = self(*argv, "--json")
-        assert rc == expect, (rc, out, err)
-        return json.loads(out)
+from helpers.cli_runner import make_cli
 
 
 @pytest.fixture
 def cli(tmp_path):
-    (tmp_path / "home").mkdir()
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return Run(tmp_path / "data", ws)
+    return make_cli(tmp_path)
 
 
 @pytest.fixture
 def project(cli):
-    return paths_mod.project_paths(cli.env["INTENT_LOOP_DATA_DIR"], cli.workspace)
+    return cli.project()
 
 
 def _deadline():

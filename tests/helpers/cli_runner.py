@@ -1,0 +1,36 @@
+"""Run the intent-loop CLI in-process against a temporary data root and workspace."""
+import io
+import json
+
+from intent_loop import paths as paths_mod
+from intent_loop.cli import main
+from intent_loop.cli.common import Console
+
+
+class CliRun:
+    """`cli("status")` -> (exit code, stdout, stderr); `cli.json(...)` parses `--json` output."""
+
+    def __init__(self, root, workspace, *, home):
+        self.env = {"INTENT_LOOP_DATA_DIR": str(root), "HOME": str(home)}
+        self.workspace = str(workspace)
+
+    def __call__(self, *argv):
+        console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env=self.env, cwd=self.workspace)
+        rc = main(list(argv), console=console)
+        return rc, console.stdout.getvalue(), console.stderr.getvalue()
+
+    def json(self, *argv, expect=0):
+        rc, out, err = self(*argv, "--json")
+        assert rc == expect, (rc, out, err)
+        return json.loads(out)
+
+    def project(self):
+        return paths_mod.project_paths(self.env["INTENT_LOOP_DATA_DIR"], self.workspace)
+
+
+def make_cli(tmp_path):
+    """Data root, workspace and HOME all under tmp_path (HOME exists, holds no .codex)."""
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    home.mkdir()
+    return CliRun(tmp_path / "data", workspace, home=home)
