@@ -153,28 +153,29 @@ def set_mode(plan, *, task_id, mode):
     return True
 
 
+def resolve_prefix(ids, prefix, *, what, not_found, where, min_length=1):
+    """The one id in `ids` that starts with `prefix` (case-insensitive), or a specific error."""
+    prefix = prefix.lower()
+    if len(prefix) < min_length:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"give at least {min_length} characters of the {what} id")
+    matches = [i for i in ids if i.startswith(prefix)]
+    if not matches:
+        raise IntentLoopError(not_found, f"no {what} starts with {prefix}; {where} lists them")
+    if len(matches) > 1:
+        raise IntentLoopError(ErrorCode.AMBIGUOUS_ID, f"{prefix} matches {len(matches)} {what}s; give more characters")
+    return matches[0]
+
+
 def resolve_claim(task, prefix, *, active_only=True):
     """A claim id from a unique prefix of at least 4 characters."""
-    prefix = prefix.lower()
-    if len(prefix) < 4:
-        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "give at least 4 characters of the claim id")
-    matches = [cid for cid, r in task["claims"].items()
-               if cid.startswith(prefix) and (r["state"] == "active" or not active_only)]
-    if not matches:
-        raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND, f"no active claim starts with {prefix}; `intent: show` lists them")
-    if len(matches) > 1:
-        raise IntentLoopError(ErrorCode.AMBIGUOUS_ID, f"{prefix} matches {len(matches)} claims; give more characters")
-    return matches[0]
+    ids = [cid for cid, r in task["claims"].items() if r["state"] == "active" or not active_only]
+    return resolve_prefix(ids, prefix, what="active claim" if active_only else "claim",
+                          not_found=ErrorCode.CLAIM_NOT_FOUND, where="`intent: show`", min_length=4)
 
 
 def resolve_task(state, prefix):
-    prefix = prefix.lower()
-    matches = [tid for tid in state["tasks"] if tid.startswith(prefix)]
-    if not matches:
-        raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"no task starts with {prefix}; `intent-loop status` lists them")
-    if len(matches) > 1:
-        raise IntentLoopError(ErrorCode.AMBIGUOUS_ID, f"{prefix} matches {len(matches)} tasks; give more characters")
-    return matches[0]
+    return resolve_prefix(state["tasks"], prefix, what="task", not_found=ErrorCode.TASK_NOT_FOUND,
+                          where="`intent-loop status`")
 
 
 # -- long-term promotion -------------------------------------------------------------------
@@ -196,14 +197,10 @@ def _propose_candidates(plan, task_id):
 
 def resolve_candidate(state, prefix):
     """An open candidate from a unique id prefix of at least 4 characters."""
-    if len(prefix) < 4:
-        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "give at least 4 characters of the candidate id")
-    matches = [cid for cid, c in state["candidates"].items()
-               if cid.startswith(prefix.lower()) and c["state"] == "open"]
-    if len(matches) != 1:
-        code = ErrorCode.CANDIDATE_NOT_FOUND if not matches else ErrorCode.AMBIGUOUS_ID
-        raise IntentLoopError(code, f"{prefix}: {len(matches)} candidates match; `intent-loop candidate list` shows them")
-    return state["candidates"][matches[0]]
+    ids = [cid for cid, c in state["candidates"].items() if c["state"] == "open"]
+    candidate_id = resolve_prefix(ids, prefix, what="candidate", not_found=ErrorCode.CANDIDATE_NOT_FOUND,
+                                  where="`intent-loop candidate list`", min_length=4)
+    return state["candidates"][candidate_id]
 
 
 def confirm_candidate(plan, *, task_id, candidate_id, source_ref):
