@@ -1,0 +1,106 @@
+"""Schema migration (v1 is the identity), credential-free request ids, reproducible binaries,
+and every CLI command through the built dist/intent-loop."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.counting import CountingReducer
+from intent_loop import ledger, migration
+from intent_loop.errors import ErrorCode, IntentLoopError
+
+ROOT = Path(__file__).resolve().parents[1]
+DIST = ROOT / "dist"
+needs_dist = pytest.mark.skipif(not (DIST / "intent-loop").exists(), reason="dist/ is not built (python3 build.py)")
+
+
+def _append(project, value, request_id):
+    return ledger.mutate(project, CountingReducer(), request_id=request_id, operation="append", params={"v": value},
+                         plan=lambda state: [ledger.Draft("value_added", None, "user", {"value": value})],
+                         deadline=time.monotonic() + 10)
+
+
+def test_migrating_a_v1_ledger_is_the_identity(project):
+    for n in range(5):
+        _append(project, f"v{n}", f"r-{n}")
+    before = Path(project.ledger).read_bytes()
+    report = migration.migrate(project, CountingReducer(), deadline=time.monotonic() + 10)
+    assert report["action"] == "identity" and report["events"] == 5
+    assert Path(project.ledger).read_bytes() == before
+
+
+def test_migration_refuses_a_damaged_source_chain(project):
+    _append(project, "a", "r-a")
+    _append(project, "b", "r-b")
+    data = bytearray(Path(project.ledger).read_bytes())
+    data[data.index(b'"value":"a"') + 9] = ord("z")
+    Path(project.ledger).write_bytes(bytes(data))
+    with pytest.raises(IntentLoopError) as info:
+        migration.migrate(project, CountingReducer(), deadline=time.monotonic() + 10)
+    assert info.value.code == ErrorCode.LEDGER_HASH_MISMATCH
+
+
+def test_migration_to_an_unknown_schema_is_refused(project):
+    with pytest.raises(IntentLoopError) as info:
+        migration.migrate(project, CountingReducer(), deadline=time.monotonic() + 10, target=2)
+    assert info.value.code == ErrorCode.FUTURE_SCHEMA
+
+
+@pytest.mark.parametrize("request_id", ["ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "AKIAABCDEFGHIJ234567"])
+def test_request_ids_holding_a_credential_are_refused(project, request_id):
+    with pytest.raises(IntentLoopError) as info:
+        _append(project, "x", request_id)
+    assert info.value.code == ErrorCode.CREDENTIAL_IN_ID
+    assert not os.path.exists(project.ledger)
+
+
+@needs_dist
+def test_two_builds_from_one_commit_are_byte_identical(tmp_path):
+    before = {p.name: p.read_bytes() for p in DIST.iterdir() if p.is_file()}
+    subprocess.run([sys.executable, str(ROOT / "build.py"), "build"], cwd=ROOT, check=True,
+                   capture_output=True, timeout=600)
+    after = {p.name: p.read_bytes() for p in DIST.iterdir() if p.is_file()}
+    assert set(before) >= {"intent-loop", "intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop"}
+    assert before == after
+
+
+def _run_dist(args, workspace, data_root, home):
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "INTENT_LOOP_DATA_DIR": str(data_root)}
+    return subprocess.run([str(DIST / "intent-loop"), *args], cwd=workspace, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@needs_dist
+def test_every_command_through_the_binary(tmp_path):
+    workspace, data_root, home = tmp_path / "ws", tmp_path / "data", tmp_path / "home"
+    workspace.mkdir()
+    home.mkdir()
+    run = lambda *args: _run_dist(args, workspace, data_root, home)  # noqa: E731
+    added = run("claim", "add", "goal", "ship", "the", "parser", "--json")
+    assert added.returncode == 0, added.stderr
+    assert run("claim", "add", "must-not", "action:install_local").returncode == 0
+    assert run("claim", "add", "forbid", "Tools:", "web").returncode == 1  # RULE_SYNTAX
+    for args in (["status", "--json"], ["show", "--json"], ["show", "--all"], ["timeline", "--json"],
+                 ["verify", "--json"], ["verify", "--all-projects"], ["contract", "show", "--json"],
+                 ["candidate", "list"], ["recover"], ["export"]):
+        result = run(*args)
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+        if "--json" in args:
+            json.loads(result.stdout)
+    contract = workspace / ".execution-fidelity" / "contract.json"
+    assert run("contract", "validate", str(contract)).returncode == 0
+    assert run("bogus").returncode == 2
+    assert run("doctor").returncode == 1  # no hooks installed: a check fails, with its next action
+
+
+@needs_dist
+@pytest.mark.parametrize("command", ["status", "show", "claim", "candidate", "timeline", "doctor", "verify",
+                                     "recover", "export", "import", "delete", "private", "off", "on", "contract",
+                                     "install", "uninstall", "replay", "demo"])
+def test_help_through_the_binary(tmp_path, command):
+    result = _run_dist([command, "--help"], tmp_path, tmp_path / "data", tmp_path)
+    assert result.returncode == 0 and "usage: intent-loop" in result.stdout
