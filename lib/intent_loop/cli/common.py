@@ -39,9 +39,9 @@ class Console:
         return hasattr(self.stderr, "isatty") and self.stderr.isatty()
 
     def progress(self, done, total):
-        """Progress for long operations on a terminal; quiet when piped."""
+        """Progress for long operations on a terminal (erased when done); quiet when piped."""
         if self.is_terminal() and total:
-            self.stderr.write(f"\r{100 * done // total:3d}%")
+            self.stderr.write(f"\r{100 * done // total:3d}%" if done < total else "\r    \r")
             self.stderr.flush()
 
 

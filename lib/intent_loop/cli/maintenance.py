@@ -227,10 +227,12 @@ def cmd_doctor(args, console):
     return 0 if ok else 1
 
 
-def verified_prefix(data, project_id):
+def verified_prefix(data, project_id, *, on_progress=None):
     """(prefix_bytes, line_count, first_error or None): fold lines with check_line until the first error."""
     offset, line_no, prev = 0, 0, None
     while offset < len(data):
+        if on_progress is not None and line_no % 1000 == 0:
+            on_progress(offset, len(data))
         stop = data.find(b"\n", offset)
         if stop < 0:
             return data[:offset], line_no, IntentLoopError(
@@ -257,7 +259,7 @@ def cmd_recover(args, console):
     if args.export and os.path.lexists(args.export):
         raise IntentLoopError(ErrorCode.FILE_EXISTS, f"{args.export} exists; choose a new file name")
     data = _read_bytes(paths.ledger) if is_project_present(paths) else b""
-    prefix, count, error = verified_prefix(data, paths.project_id)
+    prefix, count, error = verified_prefix(data, paths.project_id, on_progress=console.progress)
     result = {"project_id": paths.project_id, "ledger_bytes": len(data), "verified_lines": count,
               "verified_bytes": len(prefix), "suffix_bytes": len(data) - len(prefix),
               "first_bad_line": error.line if error else None, "error": error.to_dict() if error else None,
@@ -294,7 +296,7 @@ def _apply(paths, console):
     with lock_mod.ProjectLock(paths.dir, deadline=deadline()) as held:
         held.clean_residue()
         data = _read_bytes(paths.ledger)  # re-read under the lock
-        prefix, count, error = verified_prefix(data, paths.project_id)
+        prefix, count, error = verified_prefix(data, paths.project_id, on_progress=console.progress)
         if error is None:
             return {"applied": False, "verified_lines": count}
         suffix = data[len(prefix):]
