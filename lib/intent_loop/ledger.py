@@ -189,6 +189,8 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
         offset = stop + 1
         if on_progress is not None and line_no % 1000 == 0:
             on_progress(offset, len(data))
+    if on_progress is not None:
+        on_progress(len(data), len(data))
     verified.count = line_no
     verified.size = max(base + end, verified.size)
     verified.torn_tail = base + len(data) - verified.size

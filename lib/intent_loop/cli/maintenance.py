@@ -244,6 +244,8 @@ def verified_prefix(data, project_id, *, on_progress=None):
         prev = event["event_hash"]
         line_no += 1
         offset = stop + 1
+    if on_progress is not None:
+        on_progress(len(data), len(data))
     return data, line_no, None
 
 
