@@ -152,25 +152,65 @@ if os.path.isfile(M):
     if m is not None:
         getattr(m,F)()
         sys.exit(0)
-    os.unlink(M);os.environ["SHIV_FORCE_EXTRACT"]="1"
-for k in [k for k in os.environ if k.startswith("SHIV_") and k!="SHIV_FORCE_EXTRACT"]:
+    os.unlink(M)
+for k in [k for k in os.environ if k.startswith("SHIV_")]:
     del os.environ[k]
+if os.path.isdir(S):
+    os.environ["SHIV_FORCE_EXTRACT"]="1"
 os.makedirs(R,0o700,exist_ok=True)
 os.environ["SHIV_ROOT"]=R;os.environ["INTENT_LOOP_EXTRACTING"]=S
 os.execv(sys.executable,[sys.executable,"-I","-S",B]+A)
 """
 
 # A hook killed before hook_runtime installs its own handler still answers fail-open.
-EARLY_SIGTERM = """import _signal
-_signal.signal(15,lambda *a:(os.write(1,b'{{"continue":true}}'),os._exit(0)))
+EARLY_SIGTERM = """import _signal,os
+_signal.signal(15,lambda *a:(os.write(1,b'{"continue":true}'),os._exit(0)))
+"""
+
+# The shell finds the common data roots itself (INTENT_LOOP_DATA_DIR, CODEX_HOME, ~/.codex, in
+# the order of intent_loop/_data_root.py); when that runtime is complete it starts Python on a
+# few lines that import the entry point. Anything else (PLUGIN_DATA, a plugin-cache path, a
+# symlinked binary, no runtime yet, a relative override) goes to the full launcher above, which
+# resolves the data root in Python and extracts. Python compiling the full launcher costs ~1.4 ms,
+# a tenth of an interpreter start, so the common case skips it.
+FAST_CODE = """import sys
+{early_sigterm}S=sys.argv[1];sys.argv=sys.argv[2:];sys.path[0:0]=[S]
+try:
+    from {module} import {function} as entry
+except ImportError:
+    import os
+    os.unlink(S+"/.intent-loop-complete");os.execv("/bin/sh",["/bin/sh"]+sys.argv)
+entry()
 """
 
 LAUNCHER_SH = """#!/bin/sh
 # intent-loop {name}: this /bin/sh launcher is followed by a shiv zip (README: "Binaries").
 PY="${{INTENT_LOOP_PYTHON:-{python}}}"
-if [ -x "$PY" ]; then exec "$PY" -I -S -c "{code}" "$0" "$@"; fi
+if [ -x "$PY" ]; then
+  R=
+  if [ -n "${{INTENT_LOOP_DATA_DIR:-}}" ]; then
+    case $INTENT_LOOP_DATA_DIR in /*) R=$INTENT_LOOP_DATA_DIR ;; esac
+  elif [ -n "${{CODEX_HOME:-}}" ]; then
+    case $CODEX_HOME in /*) R=$CODEX_HOME/plugin-data/intent-loop/v1 ;; esac
+  elif [ -z "${{PLUGIN_DATA:-}}" ]; then
+    case $0 in */plugins/cache/*) ;; *) case ${{HOME:-}} in /?*) [ -d "$HOME/.codex" ] && R=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
+  fi
+  S=$R/runtime/{build_id}/${{0##*/}}_{build_id}/site-packages
+  if [ -n "$R" ] && [ ! -L "$0" ] && [ -f "$S/.intent-loop-complete" ]; then
+    {run} "$PY" -I -S -c "{fast_code}" "$S" "$0" "$@"{after_run}
+  fi
+  {run} "$PY" -I -S -c "{code}" "$0" "$@"{after_run}
+fi
 {fallback}
 """
+# A hook keeps the shell as its parent: whatever kills Python before hook_runtime answers (a
+# crash inside shiv's bootstrap, a missing module), Codex still gets continue:true and exit 0.
+# The shell ignores SIGTERM (so does Python until hook_runtime's handler, which answers fail-open,
+# is in place): a TERM sent to the shell alone or to the whole group never leaves Codex without
+# an answer.
+HOOK_RUN, HOOK_AFTER_RUN = "trap '' TERM;", " || printf '{\"continue\":true}'; exit 0"
+CLI_RUN, CLI_AFTER_RUN = "exec", ""
+
 HOOK_FALLBACK = "cat >/dev/null; printf '{\"continue\":true}'; exit 0"
 CLI_FALLBACK = 'echo "intent-loop: no Python at $PY; set INTENT_LOOP_PYTHON to a Python 3.11+ interpreter" >&2; exit 1'
 
@@ -221,7 +261,11 @@ def build_binary(name, stage, out_dir, python):
     code = LAUNCHER_CODE.format(early_sigterm=EARLY_SIGTERM if is_hook else "",
                                 data_root_source=_embedded_data_root_source(), build_id=build_id,
                                 module=module, function=function, is_hook=is_hook)
-    prefix = LAUNCHER_SH.format(name=name, python=python, code=_sh_double_quoted(code),
+    fast_code = FAST_CODE.format(early_sigterm=EARLY_SIGTERM if is_hook else "", module=module, function=function)
+    prefix = LAUNCHER_SH.format(name=name, python=python, code=_sh_double_quoted(code), build_id=build_id,
+                                fast_code=_sh_double_quoted(fast_code),
+                                run=HOOK_RUN if is_hook else CLI_RUN,
+                                after_run=HOOK_AFTER_RUN if is_hook else CLI_AFTER_RUN,
                                 fallback=HOOK_FALLBACK if is_hook else CLI_FALLBACK)
     out = out_dir / name
     tmp = out.with_suffix(".tmp")

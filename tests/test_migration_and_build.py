@@ -104,3 +104,54 @@ def test_every_command_through_the_binary(tmp_path):
 def test_help_through_the_binary(tmp_path, command):
     result = _run_dist([command, "--help"], tmp_path, tmp_path / "data", tmp_path)
     assert result.returncode == 0 and "usage: intent-loop" in result.stdout
+
+
+def _hook(binary, payload, data_root, home, *, link=None):
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "INTENT_LOOP_DATA_DIR": str(data_root)}
+    return subprocess.run([str(link or DIST / binary)], input=json.dumps(payload).encode(), env=env,
+                          capture_output=True, timeout=60)
+
+
+def _prompt(workspace):
+    return {"session_id": "s-1", "turn_id": "t-1", "cwd": str(workspace), "hook_event_name": "UserPromptSubmit",
+            "prompt": "hello", "model": "m", "permission_mode": "default", "transcript_path": None}
+
+
+@needs_dist
+def test_a_damaged_runtime_repairs_itself_and_the_hook_still_answers(tmp_path):
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    home.mkdir()
+    first = _hook("intent-loop-user-prompt", _prompt(workspace), tmp_path / "data", home)
+    assert (first.returncode, first.stdout) == (0, b'{"continue":true}')
+    [site] = (tmp_path / "data" / "runtime").glob("*/intent-loop-user-prompt_*/site-packages")
+    assert (site / ".intent-loop-complete").exists()
+    (site / "intent_loop" / "hook_handlers.py").unlink()
+    for cache in site.rglob("__pycache__"):
+        for pyc in cache.iterdir():
+            pyc.unlink()
+    for _ in range(2):  # the damaged run answers fail-open; the runtime is whole again afterwards
+        run = _hook("intent-loop-user-prompt", _prompt(workspace), tmp_path / "data", home)
+        assert (run.returncode, run.stdout) == (0, b'{"continue":true}')
+    assert (site / "intent_loop" / "hook_handlers.py").exists() and (site / ".intent-loop-complete").exists()
+
+
+@needs_dist
+def test_a_symlinked_binary_takes_the_full_launcher_and_works(tmp_path):
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    home.mkdir()
+    link = tmp_path / "bin" / "intent-loop-user-prompt"
+    link.parent.mkdir()
+    link.symlink_to(DIST / "intent-loop-user-prompt")
+    payload = dict(_prompt(workspace), prompt="intent: goal ship the parser")
+    run = _hook("intent-loop-user-prompt", payload, tmp_path / "data", home, link=link)
+    assert run.returncode == 0
+    assert "recorded goal" in json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+@needs_dist
+def test_a_missing_interpreter_still_answers_continue(tmp_path):
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_PYTHON": str(tmp_path / "nope")}
+    run = subprocess.run([str(DIST / "intent-loop-stop")], input=b"{}", env=env, capture_output=True, timeout=30)
+    assert (run.returncode, run.stdout) == (0, b'{"continue":true}')
