@@ -1,11 +1,15 @@
 """Codex Stop hook: answers fail-open with the user's recorded intent where there is some."""
+import os
+
 from intent_loop.hook_handlers import stop
 from intent_loop.hook_runtime import run_hook
-from intent_loop.runtime_cache import finish_extraction
 
 
 def main():
-    finish_extraction()
+    if "INTENT_LOOP_EXTRACTING" in os.environ:  # only the first run after shiv extracted the runtime
+        from intent_loop.runtime_cache import finish_extraction
+
+        finish_extraction()
     run_hook("Stop", stop)
 
 

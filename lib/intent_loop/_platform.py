@@ -6,14 +6,20 @@ story; keeping every such call here is what lets that port stay one module.
 import os
 import sys
 
-import fcntl
-
 IS_MACOS = sys.platform == "darwin"
 IS_WINDOWS = os.name == "nt"
 
 
+def _fcntl():
+    """fcntl on first use: the hooks' read path never locks, so it never pays for the import."""
+    import fcntl
+
+    return fcntl
+
+
 def try_lock_exclusive(fd):
     """Take a non-blocking exclusive kernel lock on an open file; False if another holds it."""
+    fcntl = _fcntl()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
@@ -23,6 +29,7 @@ def try_lock_exclusive(fd):
 
 def is_kernel_lock_held(fd):
     """True when some other open file description holds a lock on this file (probe and let go)."""
+    fcntl = _fcntl()
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -32,6 +39,7 @@ def is_kernel_lock_held(fd):
 
 
 def unlock(fd):
+    fcntl = _fcntl()
     fcntl.flock(fd, fcntl.LOCK_UN)
 
 
@@ -41,10 +49,12 @@ def fsync_file(fd):
     macOS fsync() only reaches the drive's cache; F_FULLFSYNC is what makes it durable
     (Apple's fsync(2) man page), as python-atomicwrites also does.
     """
-    if IS_MACOS and hasattr(fcntl, "F_FULLFSYNC"):
-        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
-    else:
-        os.fsync(fd)
+    if IS_MACOS:
+        fcntl = _fcntl()
+        if hasattr(fcntl, "F_FULLFSYNC"):
+            fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+            return
+    os.fsync(fd)
 
 
 def fsync_directory(path):

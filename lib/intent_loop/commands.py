@@ -1,10 +1,10 @@
 """The `intent:` prompt-command grammar: find command lines, parse them and build claim statements."""
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.prompt_scan import MARKER, has_command  # noqa: F401 (has_command is part of this API)
 
 # No re, json, typing, enum, dataclasses or difflib here: this module runs inside a hook on every
 # prompt and each of those imports costs more than the hook's budget (startup-performance.md).
 
-MARKER = "intent:"
 MAX_STATEMENT_CHARS = 500
 MAX_LABEL_CHARS = 80
 # Longer raw text is rejected before redaction: no real secret shrinks 20,000 characters to 500
@@ -122,28 +122,6 @@ class Rejection(_Record):
         self.verb = verb
         self.code = code
         self.reason = reason
-
-
-def has_command(prompt):
-    """True when some line starts (after spaces/tabs) with `intent:`, case-insensitively."""
-    if ":" not in prompt:  # most prompts: one C-speed scan, no allocation
-        return False
-    # Only ASCII letters lower onto `intent:` (U+0130 lowers to two characters), and nothing lowers
-    # onto a space, tab, CR or LF, so the lowered copy matches exactly the lines parse_prompt accepts.
-    lowered = prompt.lower()
-    at = lowered.find(MARKER)
-    while at != -1:
-        if _starts_line(lowered, at):
-            return True
-        at = lowered.find(MARKER, at + len(MARKER))
-    return False
-
-
-def _starts_line(text, at):
-    before = at - 1
-    while before >= 0 and text[before] in " \t":
-        before -= 1
-    return before < 0 or text[before] in "\r\n"
 
 
 def parse_prompt(prompt):

@@ -116,7 +116,7 @@ def user_prompt_submit(payload, runtime):
     prompt = payload.get("prompt")
     if not isinstance(prompt, str):
         return None
-    from intent_loop.commands import has_command
+    from intent_loop.prompt_scan import has_command
 
     is_subagent = "agent_id" in payload or "agent_type" in payload
     if is_subagent or not has_command(prompt):
