@@ -56,24 +56,34 @@ class HookContext:
     def linked_task(self):
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
 
-    def remember_view(self, text):
-        """Record (in the deletable cache) which view this session has already been shown."""
+    def remember_view(self, text, state):
+        """Record (in the deletable cache) which view this session was shown, and as of which
+        claim-changing event, so a later prompt with nothing new need not even render it."""
         path = os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
         if os.path.isdir(self.paths.cache_dir):
             from intent_loop.atomic import replace_atomically
 
+            record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
             try:
-                replace_atomically(path, canonical_bytes({"view_sha256": sha256_hex(text.encode())}), durable=False)
+                replace_atomically(path, canonical_bytes(record), durable=False)
             except IntentLoopError:
                 pass
 
-    def has_seen(self, text):
+    def _seen(self):
         path = os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
         try:
             with open(path, "rb") as fh:
-                return loads(fh.read()).get("view_sha256") == sha256_hex(text.encode())
-        except (OSError, ValueError, AttributeError):
-            return False
+                record = loads(fh.read())
+        except (OSError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def has_seen(self, text):
+        return self._seen().get("view_sha256") == sha256_hex(text.encode())
+
+    def has_seen_changes_up_to(self, state):
+        """True when no claim-changing event happened since this session was shown its view."""
+        return self._seen().get("change_seq") == state["last_change"]["seq"]
 
 
 def _source(kind, opaque_id, text):
@@ -102,7 +112,7 @@ def session_start(payload, runtime):
 
     task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
     if text is not None:
-        ctx.remember_view(text)
+        ctx.remember_view(text, ctx.state)
         return {"context": text}
     newest = ctx.state["tasks"].get(ctx.state["last_change"]["task_id"])
     if payload.get("source") == "startup" and newest is not None and newest["task_id"] != task_id and newest["mode"] == "on":
@@ -141,7 +151,6 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
         return None
     source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
     from intent_loop.ledger import mutate
-    from intent_loop.session_view import session_context
     from intent_loop.tasks import Plan, observe
 
     def plan(state):
@@ -152,12 +161,14 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
 
     mutate(ctx.paths, reducer(), request_id=_prompt_request_id(ctx, payload, prompt),
            operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline)
-    if actor == "agent":
+    if actor == "agent" or ctx.has_seen_changes_up_to(ctx.state):
         return None
+    from intent_loop.session_view import session_context  # only when something changed
+
     _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
     if text is None or ctx.has_seen(text):
         return None
-    ctx.remember_view(text)
+    ctx.remember_view(text, ctx.state)
     return {"context": text}
 
 
@@ -196,7 +207,7 @@ def _receipt_answer(ctx, state, receipt):
     _task_id, view = command_runner.session_context(state, ctx.paths, ctx.session)
     if view is not None and (receipt.events or receipt.show_view or not ctx.has_seen(view)):
         parts.append(view)
-        ctx.remember_view(view)
+        ctx.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
     if receipt.rejected:
         answer["system_message"] = "intent-loop rejected " + "; ".join(
