@@ -6,7 +6,8 @@ refreshed inside the same locked transaction.
 import time
 
 from intent_loop import tasks
-from intent_loop.cli.common import add_json_flag, add_task_option, current_project, deadline, load_state, pick_task
+from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
+                                    pick_task, show_group_help)
 from intent_loop.command_runner import REDUCER, refresh_quietly
 from intent_loop.commands import CLAIM_VERBS, build_claim, verb_for_claim
 from intent_loop.ledger import mutate, new_uuid4, rfc3339_utc
@@ -36,7 +37,7 @@ def register(subparsers):
     add_task_option(d)
     add_json_flag(d)
     d.set_defaults(func=cmd_claim_drop)
-    p.set_defaults(func=_group_help(p))
+    show_group_help(p)
 
     p = subparsers.add_parser("candidate", help="long-term candidates: list, confirm or dismiss",
                               description="A statement repeated in three tasks becomes a candidate; only your "
@@ -52,7 +53,7 @@ def register(subparsers):
         add_task_option(c)
         add_json_flag(c)
         c.set_defaults(func=func)
-    p.set_defaults(func=_group_help(p))
+    show_group_help(p)
 
     for mode, text in (("private", "record and show nothing for the task until `on`"),
                        ("off", "switch intent-loop off for the task"),
@@ -61,13 +62,6 @@ def register(subparsers):
         add_task_option(m)
         add_json_flag(m)
         m.set_defaults(func=cmd_mode, mode=mode)
-
-
-def _group_help(parser):
-    def show_help(args, console):
-        console.out(parser.format_help())
-        return 2
-    return show_help
 
 
 def _run(console, *, operation, params, step):

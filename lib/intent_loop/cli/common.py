@@ -85,6 +85,15 @@ def add_json_flag(parser):
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
+def show_group_help(parser):
+    """A command group run without its subcommand prints the group's help (usage error, exit 2)."""
+    def show_help(args, console):
+        console.out(parser.format_help())
+        return 2
+
+    parser.set_defaults(func=show_help)
+
+
 def add_task_option(parser):
     parser.add_argument("--task", metavar="ID", help="a task id or unique prefix (default: the most recently changed task)")
 

@@ -1,6 +1,6 @@
 """The Guard contract: contract show | validate FILE | publish [--dry-run]."""
 from intent_loop import guard_contract, provider
-from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state
+from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, show_group_help
 from intent_loop.command_runner import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.ledger import Transaction
@@ -30,10 +30,7 @@ def register(subparsers):
     add_json_flag(b)
     b.set_defaults(func=cmd_publish)
 
-    def show_help(args, console):
-        console.out(p.format_help())
-        return 2
-    p.set_defaults(func=show_help)
+    show_group_help(p)
 
 
 def describe(state, paths, env):

@@ -3,7 +3,8 @@ import os
 import sys
 
 from intent_loop import deletion, graph
-from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, pick_task
+from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
+                                    pick_task, show_group_help)
 from intent_loop.command_runner import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 
@@ -13,7 +14,7 @@ def register(subparsers):
                               description="Export the task's claims with their lifecycle state and supersedes "
                                           "as canonical JSON. Without -o the graph goes to stdout. An existing "
                                           "file is never overwritten without --force (FILE_EXISTS).")
-    p.add_argument("--task", metavar="ID", help="a task id or unique prefix (default: the most recently changed task)")
+    add_task_option(p)
     p.add_argument("-o", dest="output", metavar="FILE", help="write the graph to FILE (0600, temp + fsync + rename)")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     add_json_flag(p)
@@ -47,11 +48,7 @@ def register(subparsers):
         add_json_flag(d)
         d.set_defaults(func=func)
 
-    def show_help(args, console):
-        console.out(p.format_help())
-        return 2
-
-    p.set_defaults(func=show_help)
+    show_group_help(p)
 
 
 def cmd_export(args, console):
