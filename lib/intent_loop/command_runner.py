@@ -3,7 +3,7 @@ import time
 
 from intent_loop import private, provider, tasks
 from intent_loop.claims import short_id
-from intent_loop.commands import HELP_TEXT, Rejection, build_claim, verb_for_claim
+from intent_loop.commands import Rejection, build_claim, verb_for_claim
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.ledger import mutate, rfc3339_utc
 from intent_loop.state import ProjectReducer
@@ -196,11 +196,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
             tasks.observe(the_plan, task_id=task_id, event_type="source_observed", session_hash=session_hash,
                           source=source_ref, char_count=observation["char_count"], actor="user")
         if publish and any(d.event_type in _PROJECTION_EVENTS for d in the_plan.drafts):
-            # decided on the state these events produce and appended with them: one ledger write
-            publication = provider.plan_refresh(the_plan.state, workspace=workspace, env=env, now=now)
-            if publication.draft is not None:
-                the_plan.add(publication.draft)
-            holder["publication"] = publication
+            holder["publication"] = add_publication(the_plan, workspace=workspace, env=env, now=now)
         return the_plan.drafts
 
     def after_commit(tx, events):
@@ -233,25 +229,34 @@ def _finish(receipt, state, session_hash, paths):
         receipt.notice = OFF_NOTICE
 
 
-def apply_quietly(publication):
-    """Write or withdraw the Guard file; a failure never undoes the recorded events."""
+def add_publication(plan, *, workspace, env, now=time.time):
+    """Decide the Guard publication on the state the planned events produce and plan its
+    `contract_published` with them: one ledger write for a change and its contract version."""
+    publication = provider.plan_refresh(plan.state, workspace=workspace, env=env, now=now)
+    if publication.draft is not None:
+        plan.add(publication.draft)
+    return publication
+
+
+def _reported(write_guard_file):
+    """A Guard-file write whose failure is reported, never raised: the recorded events stand."""
     try:
-        provider.apply_file(publication)
+        return write_guard_file()
     except IntentLoopError as exc:
         return {"action": "error", "reason": exc.message, "code": exc.code}
     except OSError as exc:
         return {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
-    return publication.as_dict()
+
+
+def apply_quietly(publication):
+    """Write or withdraw the Guard file decided by add_publication (caller holds the lock)."""
+    def write():
+        provider.apply_file(publication)
+        return publication.as_dict()
+
+    return _reported(write)
 
 
 def refresh_quietly(tx, *, workspace, env):
-    """Refresh the Guard file; its failure never undoes the recorded commands."""
-    try:
-        return provider.refresh(tx, workspace=workspace, env=env)
-    except IntentLoopError as exc:
-        return {"action": "error", "reason": exc.message, "code": exc.code}
-    except OSError as exc:
-        return {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
-
-
-HELP = HELP_TEXT
+    """Refresh the Guard file in its own ledger write (a retried Stop, nothing else pending)."""
+    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env))

@@ -203,7 +203,9 @@ def _receipt_answer(ctx, state, receipt):
         entries.sort(key=lambda entry: entry[0])  # in the order the user typed them
         parts.append("intent-loop receipt:\n" + "\n".join(text for _line, text in entries))
     if receipt.help:
-        parts.append(command_runner.HELP)
+        from intent_loop.commands import HELP_TEXT
+
+        parts.append(HELP_TEXT)
     _task_id, view = command_runner.session_context(state, ctx.paths, ctx.session)
     if view is not None and (receipt.events or receipt.show_view or not ctx.has_seen(view)):
         parts.append(view)
@@ -231,17 +233,13 @@ def stop(payload, runtime):
     turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
     request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, source.get("event_id") or source["sha256"])).encode())
 
-    from intent_loop import provider
-
     holder = {}
 
     def plan(state):
         p = Plan(state, now="")
         observe(p, task_id=task["task_id"], event_type="result_signal_observed", session_hash=ctx.session,
                 source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
-        holder["publication"] = provider.plan_refresh(p.state, workspace=ctx.workspace, env=ctx.env)
-        if holder["publication"].draft is not None:  # one ledger write for the signal and the version
-            p.add(holder["publication"].draft)
+        holder["publication"] = command_runner.add_publication(p, workspace=ctx.workspace, env=ctx.env)
         return p.drafts
 
     def after_commit(tx, _events):

@@ -8,7 +8,7 @@ import time
 from intent_loop import tasks
 from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
                                     pick_task, show_group_help)
-from intent_loop.command_runner import REDUCER, refresh_quietly
+from intent_loop.command_runner import REDUCER, add_publication, apply_quietly
 from intent_loop.commands import CLAIM_VERBS, build_claim, verb_for_claim
 from intent_loop.ledger import mutate, new_uuid4, rfc3339_utc
 
@@ -73,10 +73,12 @@ def _run(console, *, operation, params, step):
     def plan(state):
         the_plan = tasks.Plan(state, now=rfc3339_utc(time.time()))
         holder["info"] = step(the_plan, request_id)
+        if the_plan.drafts:  # the contract version goes into the same ledger write as the change
+            holder["planned"] = add_publication(the_plan, workspace=paths.root, env=console.env)
         return the_plan.drafts
 
     def after_commit(tx, events):
-        holder["publication"] = refresh_quietly(tx, workspace=paths.root, env=console.env) if events else None
+        holder["publication"] = apply_quietly(holder["planned"]) if events else None
 
     events, _replayed = mutate(paths, REDUCER, request_id=request_id, operation=operation, params=params,
                                plan=plan, deadline=deadline(), after_commit=after_commit)
