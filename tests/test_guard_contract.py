@@ -2,12 +2,10 @@
 import copy
 import hashlib
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from helpers.imports import costly_modules_loaded
 from intent_loop.canonical import loads
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard_contract import (
@@ -498,13 +496,5 @@ def test_format_updated_at_out_of_range(epoch):
 
 
 def test_guard_contract_imports_nothing_heavy():
-    lib = str(Path(__file__).resolve().parent.parent / "lib")
-    code = (
-        f"import sys; sys.path.insert(0, {lib!r}); before = set(sys.modules); "
-        "import intent_loop.guard_contract; "
-        "heavy = {'re', 'json', 'typing', 'dataclasses', 'enum', 'datetime', 'hashlib'}; "
-        "print(sorted(heavy & (set(sys.modules) - before)))"
-    )
-    result = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True,
-                            timeout=30, check=True)
-    assert result.stdout.strip() == "[]"
+    costly = ("re", "json", "typing", "dataclasses", "enum", "datetime", "hashlib")
+    assert costly_modules_loaded("import intent_loop.guard_contract", costly) == []

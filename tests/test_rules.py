@@ -1,11 +1,9 @@
 """The structured-rule grammar: what Guard would treat as a valid, malformed or prose rule."""
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from intent_loop.rules import ACTIONS, EVIDENCE_SOURCES, GUARD_WHITESPACE, is_blank, rule_error, strip_guard_space
+from helpers.imports import costly_modules_loaded
 
 # (rule text, None when accepted, else a fragment the reason must contain: what to write instead)
 RULE_TABLE = [
@@ -106,13 +104,5 @@ def test_is_blank_with_either_languages_whitespace(text):
 
 
 def test_rules_module_imports_nothing_heavy():
-    lib = str(Path(__file__).resolve().parent.parent / "lib")
-    code = (
-        f"import sys; sys.path.insert(0, {lib!r}); before = set(sys.modules); "
-        "import intent_loop.rules; "
-        "heavy = {'re', 'json', 'typing', 'dataclasses', 'enum', 'datetime'}; "
-        "print(sorted(heavy & (set(sys.modules) - before)))"
-    )
-    result = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True,
-                            timeout=30, check=True)
-    assert result.stdout.strip() == "[]"
+    costly = ("re", "json", "typing", "dataclasses", "enum", "datetime")
+    assert costly_modules_loaded("import intent_loop.rules", costly) == []
