@@ -17,7 +17,8 @@ _PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced",
 class Receipt:
     """What happened to each command line, for the user (systemMessage) and the model (context)."""
 
-    __slots__ = ("lines", "rejected", "task_id", "notice", "show_view", "help", "events", "replayed", "publication")
+    __slots__ = ("lines", "rejected", "task_id", "notice", "show_view", "help", "events", "replayed", "publication",
+                 "state")
 
     def __init__(self):
         self.lines = []
@@ -29,6 +30,7 @@ class Receipt:
         self.events = []
         self.replayed = False
         self.publication = None
+        self.state = None  # the verified state right after the mutation, when one was written
 
     def projection_may_have_changed(self):
         return any(e["event_type"] in _PROJECTION_EVENTS for e in self.events)
@@ -206,6 +208,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
         receipt.events = events
         if "publication" in holder:
             receipt.publication = apply_quietly(holder["publication"])
+        receipt.state = tx.state
         _finish(receipt, tx.state, session_hash, paths)
 
     if not runnable:

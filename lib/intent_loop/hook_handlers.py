@@ -183,7 +183,9 @@ def _run_prompt_commands(payload, runtime, prompt):
         ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
         request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
         workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)})
-    state = read_state(ctx.paths)
+    # the state the commands produced, from their own transaction; reread only when nothing was
+    # written in this call (all lines rejected, or a retry that returned the stored events)
+    state = receipt.state if receipt.state is not None else read_state(ctx.paths)
     return _receipt_answer(ctx, state, receipt)
 
 
