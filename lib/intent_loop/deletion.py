@@ -31,9 +31,9 @@ removed from `contract_published.source_message_refs`.
 import os
 
 from intent_loop import private, provider
-from intent_loop.canonical import canonical_bytes, dumps, loads, sha256_hex
+from intent_loop.canonical import dumps, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import Transaction, is_project_present, is_uuid, new_uuid4
+from intent_loop.ledger import Transaction, chain, is_project_present, is_uuid, new_uuid4
 
 _NO_TASK_HINT = "see `intent-loop status` for the full ids"
 
@@ -54,19 +54,16 @@ def _parse(data):
     return [loads(line) for line in data.split(b"\n") if line]
 
 
-def _reseal(events, old_data):
-    """Re-chain `events` (dicts with event_hash); returns (bytes, count, first rewritten line or None)."""
-    old_hashes = [loads(line)["event_hash"] for line in old_data.split(b"\n") if line]
+def _reseal(events, old_events):
+    """Re-chain `events`; returns (bytes, count, first line that differs from the old ledger or None)."""
+    old_hashes = [event["event_hash"] for event in old_events]
     out, prev, first_changed = [], None, None
     for index, event in enumerate(events):
-        event = dict(event)
-        event.pop("event_hash", None)
-        event["prev_hash"] = prev
-        event["event_hash"] = sha256_hex(canonical_bytes(event))
+        event, line = chain(event, prev_hash=prev)
         if first_changed is None and (index >= len(old_hashes) or old_hashes[index] != event["event_hash"]):
             first_changed = index + 1
         prev = event["event_hash"]
-        out.append(canonical_bytes(event) + b"\n")
+        out.append(line)
     return b"".join(out), len(events), first_changed
 
 
@@ -324,8 +321,8 @@ def scan(paths, *, ids, statements, live_state):
 
 
 # -- the operations -----------------------------------------------------------------------------
-def _rewrite(tx, new_events, *, dropped):
-    new_data, count, first = _reseal(new_events, tx.data)
+def _rewrite(tx, old_events, new_events, *, dropped):
+    new_data, count, first = _reseal(new_events, old_events)
     tx.replace_ledger(new_data, expect_count=count)
     rechained = [first, count] if first is not None and first <= count else None
     return {"rechained": rechained, "removed_events": dropped, "events_after": count}
@@ -361,8 +358,9 @@ def delete_task(paths, task_id, *, confirm, workspace=None, env=None, deadline):
             raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"no task {task_id} in this project; {_NO_TASK_HINT}")
         statements = {cid: r["claim"]["statement"] for cid, r in task["claims"].items()}
         ids = {task_id, *task["claims"]}
-        new_events, dropped = plan_task_deletion(_parse(tx.data), task_id)
-        result = _rewrite(tx, new_events, dropped=dropped)
+        old_events = _parse(tx.data)
+        new_events, dropped = plan_task_deletion(old_events, task_id)
+        result = _rewrite(tx, old_events, new_events, dropped=dropped)
         cleared, report = _finish(paths, tx, old_state, task_id=task_id, whole_task=True, ids=ids,
                                   statements=statements, workspace=workspace, env=env)
     return {"ok": True, "deleted": "task", "task_id": task_id, "claims_deleted": len(statements),
@@ -382,8 +380,9 @@ def delete_claim(paths, claim_id, *, confirm, workspace=None, env=None, deadline
             raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND,
                                   f"no claim {claim_id} in this project; `intent-loop show --all` lists them")
         statement = owner["claims"][claim_id]["claim"]["statement"]
-        new_events, dropped, rewritten = plan_claim_deletion(_parse(tx.data), claim_id)
-        result = _rewrite(tx, new_events, dropped=dropped)
+        old_events = _parse(tx.data)
+        new_events, dropped, rewritten = plan_claim_deletion(old_events, claim_id)
+        result = _rewrite(tx, old_events, new_events, dropped=dropped)
         cleared, report = _finish(paths, tx, old_state, task_id=owner["task_id"], whole_task=False,
                                   ids={claim_id}, statements={claim_id: statement}, workspace=workspace, env=env)
     return {"ok": True, "deleted": "claim", "claim_id": claim_id, "task_id": owner["task_id"], **result,

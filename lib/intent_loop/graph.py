@@ -119,20 +119,19 @@ def write_export(path, data, *, force=False):
 
 # -- validation --------------------------------------------------------------------------------
 def parse_utc(value):
-    """A sortable key for an RFC 3339 UTC timestamp ending in `Z`, or None when it is not one."""
-    if not isinstance(value, str) or len(value) < 20 or len(value) > 40 or not value.endswith("Z"):
-        return None
-    import datetime
-    import re
+    """A sortable key for an RFC 3339 UTC timestamp ending in `Z`, or None when it is not one.
 
-    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z", value)
-    if m is None:
+    Validity is guard_contract's strict RFC 3339 check (real calendar dates, no leap second);
+    here only `Z` and at most nine fraction digits are added.
+    """
+    from intent_loop.guard_contract import rfc3339_error
+
+    if not isinstance(value, str) or not 20 <= len(value) <= 40 or not value.endswith("Z"):
         return None
-    try:
-        moment = datetime.datetime(*(int(g) for g in m.groups()[:6]))
-    except ValueError:
+    whole, _, fraction = value[:-1].partition(".")
+    if len(fraction) > 9 or rfc3339_error(value) is not None:
         return None
-    return moment.isoformat() + "." + (m.group(7) or "").ljust(9, "0")
+    return whole + "." + fraction.ljust(9, "0")
 
 
 def _describe_id(value):

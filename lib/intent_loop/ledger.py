@@ -103,8 +103,17 @@ def seal(draft, *, project_id, request_id, prev_hash, occurred_at):
         "actor": draft.actor,
         "request_id": request_id,
         "payload": draft.payload,
-        "prev_hash": prev_hash,
     }
+    return chain(event, prev_hash=prev_hash)
+
+
+def chain(event, *, prev_hash):
+    """Link an envelope to `prev_hash` and seal it (any old event_hash is replaced): (event, line).
+
+    Appends use it through seal(); deletion uses it to re-chain the events it keeps.
+    """
+    event = dict(event, prev_hash=prev_hash)
+    event.pop("event_hash", None)
     event["event_hash"] = sha256_hex(canonical_bytes(event))
     return event, canonical_bytes(event) + b"\n"
 
