@@ -196,6 +196,7 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
         verified.last_line_start = base + offset
         verified.last_hash = event["event_hash"]
         offset = stop + 1
+        verified.size, verified.count = base + offset, line_no  # stays the valid prefix if a later line fails
         if on_progress is not None and line_no % 1000 == 0:
             on_progress(offset, len(data))
     if on_progress is not None:
@@ -204,6 +205,35 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
     verified.size = max(base + end, verified.size)
     verified.torn_tail = base + len(data) - verified.size
     return verified
+
+
+class EventList:
+    """A reducer that keeps the verified events themselves (the timeline, recovery)."""
+
+    version = "event-list"
+
+    def initial(self):
+        return []
+
+    def apply(self, state, event):
+        state.append(event)
+
+
+def verified_prefix(data, project_id, *, on_progress=None):
+    """(Verified of the longest valid prefix of `data`, the error that ends it or None).
+
+    A partial last line is reported as LEDGER_TORN_TAIL: recovery treats it as damage too.
+    """
+    verified = _empty(EventList())
+    try:
+        fold_lines(data, verified, EventList(), project_id=project_id, on_progress=on_progress)
+    except IntentLoopError as exc:
+        return verified, exc
+    if verified.torn_tail:
+        line = verified.count + 1
+        return verified, IntentLoopError(ErrorCode.LEDGER_TORN_TAIL, f"line {line}: a partial last line without LF",
+                                         line=line)
+    return verified, None
 
 
 def _empty(reducer):

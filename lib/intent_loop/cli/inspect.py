@@ -6,7 +6,7 @@ from intent_loop.cli.common import (add_json_flag, add_task_option, current_proj
                                     pick_task)
 from intent_loop.command_runner import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import check_line, is_project_present, load_verified
+from intent_loop.ledger import EventList, is_project_present, load_verified, verify_all
 from intent_loop.state import active_claims
 from intent_loop.views import compact_view, history, snapshot
 
@@ -163,24 +163,8 @@ def _parse_time(text, option):
 
 
 def read_events(paths):
-    """Every verified event of the ledger in order (ledger-level parsing; raises on damage)."""
-    if not is_project_present(paths):
-        return []
-    try:
-        with open(paths.ledger, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        return []
-    events, prev, offset, line_no = [], None, 0, 0
-    end = data.rfind(b"\n") + 1
-    while offset < end:
-        stop = data.index(b"\n", offset)
-        line_no += 1
-        event = check_line(data[offset:stop], line_no=line_no, project_id=paths.project_id, prev_hash=prev)
-        prev = event["event_hash"]
-        events.append(event)
-        offset = stop + 1
-    return events
+    """Every verified event of the ledger in order (full verification; raises on damage)."""
+    return verify_all(paths, EventList()).state
 
 
 def _claim_summary(claim):

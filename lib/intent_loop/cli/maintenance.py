@@ -9,7 +9,8 @@ from intent_loop.canonical import canonical_bytes, sha256_hex
 from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
 from intent_loop.command_runner import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import check_line, is_project_present, verify_all
+from intent_loop.ledger import is_project_present, verify_all
+from intent_loop.ledger import verified_prefix as ledger_verified_prefix
 from intent_loop.paths import ProjectPaths, check_regular_file, ensure_project_layout
 
 _HOOK_MARK = "intent-loop-"
@@ -228,25 +229,9 @@ def cmd_doctor(args, console):
 
 
 def verified_prefix(data, project_id, *, on_progress=None):
-    """(prefix_bytes, line_count, first_error or None): fold lines with check_line until the first error."""
-    offset, line_no, prev = 0, 0, None
-    while offset < len(data):
-        if on_progress is not None and line_no % 1000 == 0:
-            on_progress(offset, len(data))
-        stop = data.find(b"\n", offset)
-        if stop < 0:
-            return data[:offset], line_no, IntentLoopError(
-                ErrorCode.LEDGER_TORN_TAIL, f"line {line_no + 1}: a partial last line without LF", line=line_no + 1)
-        try:
-            event = check_line(data[offset:stop], line_no=line_no + 1, project_id=project_id, prev_hash=prev)
-        except IntentLoopError as exc:
-            return data[:offset], line_no, exc
-        prev = event["event_hash"]
-        line_no += 1
-        offset = stop + 1
-    if on_progress is not None:
-        on_progress(len(data), len(data))
-    return data, line_no, None
+    """(prefix_bytes, line_count, first_error or None) of a possibly damaged ledger's bytes."""
+    verified, error = ledger_verified_prefix(data, project_id, on_progress=on_progress)
+    return data[: verified.size], verified.count, error
 
 
 def _read_bytes(path):
