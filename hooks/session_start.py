@@ -2,7 +2,7 @@
 import os
 
 from intent_loop.hook_handlers import session_start
-from intent_loop.hook_runtime import run_hook
+from intent_loop.hook_runtime import serve
 
 
 def main():
@@ -10,7 +10,7 @@ def main():
         from intent_loop.runtime_cache import finish_extraction
 
         finish_extraction()
-    run_hook("SessionStart", session_start)
+    serve("SessionStart", session_start)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,18 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     output.write(data)
 
 
+def serve(event_name, handler):
+    """The hook process's whole life: answer through `run_hook`, then leave at once.
+
+    os._exit skips interpreter teardown (finalizing every loaded module and a GC pass), which
+    costs about 3 ms, a quarter of an interpreter start, once the write path is loaded. Nothing
+    is lost by it: the answer left through os.write, every file written was closed (and synced
+    where durability matters) before the handler returned, and the lock was released.
+    """
+    run_hook(event_name, handler)
+    os._exit(0)
+
+
 def parse_payload(raw, event_name):
     """The payload dict, or None when it is not a JSON object for this binary's event."""
     if raw.startswith(b"\xef\xbb\xbf"):
