@@ -385,6 +385,39 @@ def test_writer_verifies_only_the_suffix_after_the_checkpoint(project):
     assert ledger.load_verified(project, CountingReducer()).state["count"] == 11
 
 
+def _mutate_resuming(project, reducer, value, resume):
+    return ledger.mutate(project, reducer, request_id=f"resume-{value}", operation=OPERATION, params={"value": value},
+                         plan=lambda _state: drafts_for(value), deadline=time.monotonic() + 10, resume=resume)
+
+
+def test_a_transaction_resumes_a_lock_free_read_and_folds_what_others_appended_since(project):
+    _fill(project, 5)
+    read = ledger.load_verified(project, CountingReducer())
+    _fill(project, 2, prefix="other")  # another process wrote after our lock-free read
+    counting = CountingReducer()
+
+    _mutate_resuming(project, counting, "mine", read)
+
+    assert counting.applied == 2 + 1  # only the two foreign lines, then ours: no cache parse, no replay
+    assert read.state["count"] == 8 and read.state["values"][-1] == "mine"
+    assert _result(read) == _result(ledger.verify_all(project, CountingReducer()))
+
+
+def test_a_resumed_read_that_no_longer_matches_the_bytes_is_dropped_for_a_full_replay(project):
+    _fill(project, 4)
+    read = ledger.load_verified(project, CountingReducer())
+    read.state["values"].append("a lie the bytes do not support")
+    read.last_hash = "0" * 64  # the checkpoint's last line no longer hashes to it
+    counting = CountingReducer()
+
+    _mutate_resuming(project, counting, "mine", read)
+
+    assert counting.applied == 4 + 1
+    truth = ledger.verify_all(project, CountingReducer())
+    assert truth.state["count"] == 5 and "a lie the bytes do not support" not in truth.state["values"]
+    assert _result(ledger.load_verified(project, CountingReducer())) == _result(truth)
+
+
 def test_current_cache_means_no_replay_and_deleted_cache_means_full_replay(project):
     _fill(project, 9)
     warm, cold = CountingReducer(), CountingReducer()

@@ -170,11 +170,12 @@ class _Runner:
 
 
 def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
-                 publish=True, observation=None, now=time.time):
+                 publish=True, observation=None, resume=None, now=time.time):
     """Run parsed commands (Rejections included) as one mutation; returns a Receipt.
 
     With `observation` ({"char_count": n}) the same mutation also records the hash-only
     `source_observed` when the session ends up linked to a task that is recording.
+    `resume`: the caller's lock-free Verified read, continued by the transaction (see ledger).
     """
     receipt = Receipt()
     runnable = []
@@ -215,7 +216,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
         return receipt
     events, replayed = mutate(paths, REDUCER, request_id=request_id, operation="commands",
                               params={"session": session_hash, "commands": normalized(runnable)},
-                              plan=plan, deadline=deadline, after_commit=after_commit)
+                              plan=plan, deadline=deadline, after_commit=after_commit, resume=resume)
     if replayed:
         receipt.replayed = True
         receipt.events = events

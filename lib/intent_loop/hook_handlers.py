@@ -25,11 +25,15 @@ RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in thi
                "linked to this session; the user can type `intent: resume` to continue it.")
 
 
-def read_state(paths):
+def read_verified(paths):
     from intent_loop.ledger import load_verified
     from intent_loop.state import ProjectReducer
 
-    return load_verified(paths, ProjectReducer()).state
+    return load_verified(paths, ProjectReducer())
+
+
+def read_state(paths):
+    return read_verified(paths).state
 
 
 def session_hash(session_id):
@@ -50,8 +54,10 @@ class HookContext:
         self.workspace = self.paths.root
         self.session = session_hash(session_id)
         self.state = NO_STATE
+        self.verified = None  # what a mutation continues from, so the cache is parsed once per call
         if check_real_directory(self.paths.dir):
-            self.state = read_state(self.paths)
+            self.verified = read_verified(self.paths)
+            self.state = self.verified.state
 
     def linked_task(self):
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
@@ -160,7 +166,8 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
         return p.drafts
 
     mutate(ctx.paths, reducer(), request_id=_prompt_request_id(ctx, payload, prompt),
-           operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline)
+           operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline,
+           resume=ctx.verified)
     if actor == "agent" or ctx.has_seen_changes_up_to(ctx.state):
         return None
     from intent_loop.session_view import session_context  # only when something changed
@@ -182,7 +189,7 @@ def _run_prompt_commands(payload, runtime, prompt):
     receipt = command_runner.run_commands(
         ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
         request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
-        workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)})
+        workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified)
     # the state the commands produced, from their own transaction; reread only when nothing was
     # written in this call (all lines rejected, or a retry that returned the stored events)
     state = receipt.state if receipt.state is not None else read_state(ctx.paths)
@@ -249,9 +256,9 @@ def stop(payload, runtime):
 
     events, replayed = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
                               params={"source": source}, plan=plan, deadline=ctx.deadline,
-                              after_commit=after_commit)
+                              after_commit=after_commit, resume=ctx.verified)
     if replayed:  # a retried Stop still makes sure the file is current
-        with Transaction(ctx.paths, reducer(), deadline=ctx.deadline) as tx:
+        with Transaction(ctx.paths, reducer(), deadline=ctx.deadline, resume=ctx.verified) as tx:
             command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
     return None
 

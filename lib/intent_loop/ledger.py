@@ -368,10 +368,14 @@ class Transaction:
     from the cached checkpoint and quarantines a torn tail. `append` durably adds events.
     """
 
-    def __init__(self, paths, reducer, *, deadline, _now=time.time):
+    def __init__(self, paths, reducer, *, deadline, resume=None, _now=time.time):
         self.paths = paths
         self.reducer = reducer
         self.deadline = deadline
+        # A Verified the caller already read without the lock (a hook's read path): used instead
+        # of parsing the cache a second time. Like the cache, it is only a candidate checkpoint,
+        # re-checked against the bytes under the lock, then continued (and updated) in place.
+        self._resume = resume
         self._now = _now
         self.lock = None
         self.fd = None  # the current ledger, open for copying its verified prefix
@@ -418,7 +422,10 @@ class Transaction:
         self.lock.clean_residue()
         _remove_orphan_temps(self.paths)
         self.fd, st = open_ledger(self.paths)
-        cached = checkpoint.load(self.paths, self.reducer)
+        if self._resume is not None:
+            cached = checkpoint.Cached(self._resume, identity=None)
+        else:
+            cached = checkpoint.load(self.paths, self.reducer)
         if self.fd is None:
             self.verified = _empty(self.reducer)
         else:
@@ -550,17 +557,18 @@ def _remove_orphan_temps(paths):
                     pass
 
 
-def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None):
+def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None):
     """One locked, idempotent mutation.
 
     `plan(state) -> list[Draft]` decides the events from the verified state. An exact retry
     (same request id and fingerprint) returns the stored events and appends nothing; the same
     id with other parameters fails REQUEST_ID_REUSED. Returns (events, replayed).
     `after_commit(tx, events)` runs while the lock is still held (the Guard file is written there).
+    `resume` is a lock-free read's Verified to continue from (see Transaction).
     """
     check_request_id(request_id)
     fingerprint = request_fingerprint(operation, params)
-    with Transaction(paths, reducer, deadline=deadline) as tx:
+    with Transaction(paths, reducer, deadline=deadline, resume=resume) as tx:
         stored = tx.find_request(request_id)
         if stored:
             if stored[0]["payload"].get("request_fingerprint") != fingerprint:
