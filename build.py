@@ -163,8 +163,8 @@ os.execv(sys.executable,[sys.executable,"-I","-S",B]+A)
 """
 
 # A hook killed before hook_runtime installs its own handler still answers fail-open.
-EARLY_SIGTERM = """import _signal,os
-_signal.signal(15,lambda *a:(os.write(1,b'{"continue":true}'),os._exit(0)))
+EARLY_SIGTERM = """import _signal,posix
+_signal.signal(15,lambda *a:(posix.write(1,b'{"continue":true}'),posix._exit(0)))
 """
 
 # The shell finds the common data roots itself (INTENT_LOOP_DATA_DIR, CODEX_HOME, ~/.codex, in
@@ -231,7 +231,17 @@ def _embedded_data_root_source():
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             node.body = body[1:] or [ast.Pass()]
+    # the library reads `os` through intent_loop._os; the launcher runs before intent_loop is
+    # importable and has the real `os` already, which the same calls behave identically on
+    tree.body = [ast.Import(names=[ast.alias("os")]) if _is_os_alias(node) else node for node in tree.body]
     return ast.unparse(tree)
+
+
+def _is_os_alias(node):
+    import ast
+
+    return (isinstance(node, ast.ImportFrom) and node.module == "intent_loop"
+            and [(a.name, a.asname) for a in node.names] == [("_os", "os")])
 
 
 def stage_site_packages(stage):

@@ -1,6 +1,5 @@
 """Codex SessionStart hook: answers fail-open with the user's recorded intent where there is some."""
-import os
-
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop.hook_handlers import session_start
 from intent_loop.hook_runtime import serve
 

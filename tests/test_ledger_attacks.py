@@ -9,6 +9,7 @@ import pytest
 from intent_loop import ledger
 from intent_loop import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop import _os as lib_os  # the `os` the library calls: fault injection patches it
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes, tree_bytes
 
@@ -220,7 +221,7 @@ def test_lock_directory_swapped_mid_reclaim_is_not_deleted(seeded, outside, monk
     ledger_before = read_bytes(seeded.ledger)
     try:
         with monkeypatch.context() as patched:
-            patched.setattr(os, "rename", rename_with_swap)
+            patched.setattr(lib_os, "rename", rename_with_swap)
             with pytest.raises(IntentLoopError) as info:
                 append_value(seeded, CountingReducer(), "three", request_id="three", timeout=3.0)
         if swap_in == "symlink-outside":

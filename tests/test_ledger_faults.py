@@ -11,6 +11,7 @@ import pytest
 from intent_loop import _platform, ledger
 from intent_loop import lock as lock_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop import _os as lib_os  # the `os` the library calls: fault injection patches it
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import all_paths, files_containing, open_fd_count, read_bytes, residue
 from tests.helpers.procs import Worker, worker_args
@@ -48,8 +49,8 @@ class LedgerTempFaults:
             self.temp_fds.discard(fd)
             return real_close(fd)
 
-        self.monkeypatch.setattr(os, "open", tracking_open)
-        self.monkeypatch.setattr(os, "close", tracking_close)
+        self.monkeypatch.setattr(lib_os, "open", tracking_open)
+        self.monkeypatch.setattr(lib_os, "close", tracking_close)
 
     def _fail(self, err):
         self.triggered += 1
@@ -68,7 +69,7 @@ class LedgerTempFaults:
                     return real_write(fd, bytes(data[: len(data) // 2]))
                 self._fail(err)
 
-            self.monkeypatch.setattr(os, "write", short_then_failing_write)
+            self.monkeypatch.setattr(lib_os, "write", short_then_failing_write)
         elif stage == "fsync":
             self._track_temp_fds()
             real_fsync = _platform.fsync_file
@@ -87,7 +88,7 @@ class LedgerTempFaults:
                     self._fail(err)
                 return real_replace(src, dst, *args, **kwargs)
 
-            self.monkeypatch.setattr(os, "replace", failing_replace)
+            self.monkeypatch.setattr(lib_os, "replace", failing_replace)
         elif stage == "directory-fsync":
             real_sync_dir = _platform.fsync_directory
 
@@ -156,7 +157,7 @@ def test_any_write_failing_is_write_failed_not_a_raw_os_error(project, monkeypat
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     with monkeypatch.context() as patched:
-        patched.setattr(os, "write", full_disk)
+        patched.setattr(lib_os, "write", full_disk)
         with pytest.raises(IntentLoopError) as info:
             append_value(project, CountingReducer(), "doomed", request_id="doomed")
 
@@ -176,7 +177,7 @@ def test_cache_write_failure_never_fails_a_mutation(project, monkeypatch):
         return real_replace(src, dst, *args, **kwargs)
 
     with monkeypatch.context() as patched:
-        patched.setattr(os, "replace", no_cache)
+        patched.setattr(lib_os, "replace", no_cache)
         events, replayed = append_value(project, CountingReducer(), "v1", request_id="v-1")
 
     assert not replayed and len(events) == 1
@@ -197,7 +198,7 @@ def test_quarantine_failure_leaves_the_torn_ledger_byte_identical(project, monke
         return real_replace(src, dst, *args, **kwargs)
 
     with monkeypatch.context() as patched:
-        patched.setattr(os, "replace", failing_ledger_replace)
+        patched.setattr(lib_os, "replace", failing_ledger_replace)
         with pytest.raises(IntentLoopError) as info:
             append_value(project, CountingReducer(), "v1", request_id="v-1")
 

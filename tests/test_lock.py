@@ -11,6 +11,7 @@ import pytest
 from intent_loop import lock as lock_mod
 from intent_loop import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop import _os as lib_os  # the `os` the library calls: fault injection patches it
 from tests.helpers.files import open_fd_count, residue
 from tests.helpers.procs import Worker, worker_args
 
@@ -286,7 +287,7 @@ def test_liveness_probe_on_a_fresh_owner_record_does_not_fail_the_preparing_writ
             probes[-1].start()
         return fd
 
-    monkeypatch.setattr(os, "open", open_then_probe)
+    monkeypatch.setattr(lib_os, "open", open_then_probe)
     try:
         elapsed, code = _timed_acquire(layout, timeout=2.0)
     finally:

@@ -7,6 +7,7 @@ import pytest
 
 from intent_loop import paths
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop import _os as lib_os  # the `os` the library calls: fault injection patches it
 
 SUFFIX = os.path.join("plugin-data", "intent-loop", "v1")
 
@@ -207,9 +208,8 @@ def test_unc_and_device_paths_are_rejected_before_any_filesystem_call(monkeypatc
         raise AssertionError("the filesystem was consulted for a UNC/device path")
 
     with monkeypatch.context() as patched:
-        for name in ("stat", "lstat", "listdir", "scandir"):
-            patched.setattr(os, name, no_filesystem)
-        patched.setattr(os.path, "realpath", no_filesystem)
+        for name in ("stat", "lstat", "listdir", "readlink", "realpath"):
+            patched.setattr(lib_os, name, no_filesystem)
         code = _error_code(lambda: paths.project_paths(data_root, cwd))
 
     assert code == ErrorCode.INVALID_PROJECT_ROOT

@@ -1,9 +1,10 @@
 """Find the data root from the environment; dependency-free so the launcher can embed it.
 
 build.py copies this module's source into each binary's /bin/sh launcher, which needs the
-data root to find the extracted runtime before anything else can be imported.
+data root to find the extracted runtime before anything else can be imported (it swaps the
+`_os` import below for the real `os` there).
 """
-import os
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 
 ROOT_SUFFIX = ("plugin-data", "intent-loop", "v1")
 

@@ -3,8 +3,9 @@
 Linux and macOS are supported. Windows would need msvcrt locking and its own directory-sync
 story; keeping every such call here is what lets that port stay one module.
 """
-import os
 import sys
+
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 
 IS_MACOS = sys.platform == "darwin"
 IS_WINDOWS = os.name == "nt"

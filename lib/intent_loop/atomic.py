@@ -1,7 +1,7 @@
 """Durable whole-file replacement: temp file in the same directory, fsync, rename, fsync the directory."""
 import errno
-import os
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import _platform
 from intent_loop.errors import ErrorCode, IntentLoopError
 

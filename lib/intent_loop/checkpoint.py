@@ -6,8 +6,8 @@ still hashes to the recorded hash, or, after an append, when that line is still 
 The file is `<sha256 of the body>\n<canonical JSON body>`, so a cache damaged or edited by hand
 is ignored (and rebuilt), never believed.
 """
-import os
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import paths as paths_mod
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError

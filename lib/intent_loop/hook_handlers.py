@@ -3,8 +3,8 @@
 Handlers return {"context": str?, "system_message": str?}; hook_runtime turns that into the
 one answer Codex accepts. Sessions with no linked task leave no trace.
 """
-import os
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
 from intent_loop.paths import check_real_directory, project_paths, resolve_data_root

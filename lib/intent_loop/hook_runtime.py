@@ -4,12 +4,12 @@ Whatever happens (bad input, a corrupt ledger, a held lock, a full disk, SIGTERM
 Codex gets exactly `{"continue":true}` and exit status 0. This module is the only place
 that decides what a hook process prints.
 """
-import os
 import sys
 import time
 
 import _signal  # the C module: `import signal` builds enums and costs ~7 ms
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop.canonical import dumps, loads
 
 FAIL_OPEN = b'{"continue":true}'

@@ -5,10 +5,10 @@ canonical event without `event_hash`, and `prev_hash` chains the project's event
 state (a caller-supplied reducer folded over the events) is cached in `cache/` with the
 verified checkpoint, so a call only verifies the lines appended since that checkpoint.
 """
-import os
 import time
 
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import checkpoint, paths as paths_mod
 from intent_loop.checkpoint import Verified
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex

@@ -13,9 +13,9 @@ Protocol (why each step exists):
 - Waiters give up at their own deadline, and earlier if a live holder shows no heartbeat for
   `silent_after` seconds.
 """
-import os
 import time
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import _platform
 from intent_loop.atomic import write_all
 from intent_loop.canonical import dumps, loads

@@ -1,7 +1,7 @@
 """Where data lives: the data root, project identity, the project directory layout, path safety."""
-import os
 import stat
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import _platform
 from intent_loop._data_root import find_data_root
 from intent_loop.canonical import sha256_hex

@@ -1,7 +1,7 @@
 """Private-session control files: the only state a private session leaves (no statement, no excerpt)."""
-import os
 import time
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import paths as paths_mod
 from intent_loop.atomic import replace_atomically
 from intent_loop.canonical import canonical_bytes, loads

@@ -5,10 +5,10 @@ recorded as a `contract_published` event under the project lock, and the file is
 that lock is still held, so concurrent hooks, restarts and deleted caches can never reuse or
 skip a version, and the file on disk never goes back to an older one.
 """
-import os
 import stat
 import time
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import guard_contract
 from intent_loop.atomic import replace_atomically
 from intent_loop.commands import split_prefix, split_sources

@@ -7,8 +7,8 @@ ends at the last record's `end` still carries that hash: the chain makes that li
 every byte before it. Otherwise it is rebuilt from the ledger. A hit is always confirmed
 against the ledger's own line, so a damaged index can cost time but never a wrong answer.
 """
-import os
 
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import paths as paths_mod
 from intent_loop.canonical import loads, sha256_hex
 

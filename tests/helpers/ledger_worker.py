@@ -8,7 +8,7 @@ Output, one line each, flushed at once: `ready` (imports done, barrier passed), 
 <replayed 0|1>` after every mutate() that RETURNED (so a test may demand that event), `error
 <code>` and exit 3 on an IntentLoopError; `locked <token>` and, after stdin closes, `released`.
 
-Stop hook, installed before intent_loop is imported by wrapping os.rename / os.replace in this
+Stop hook, installed before the storage modules load by wrapping intent_loop._os.rename / .replace in this
 process only: IL_TEST_STOP_AT=<step> makes the worker print `stopping <step>` and stop itself
 (SIGSTOP; IL_TEST_STOP_SIGNAL=KILL kills instead) exactly there, so a test can inspect the
 lock while the worker is frozen and then SIGKILL it:
@@ -31,7 +31,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 
 def _stop_hook(step, sig):
-    """Wrap os.rename / os.replace so this process freezes (or dies) at `step`."""
+    """Wrap the library's os.rename / os.replace so this process freezes (or dies) at `step`."""
     real_rename, real_replace = os.rename, os.replace
 
     def stop():
@@ -65,7 +65,9 @@ def _stop_hook(step, sig):
         if step == "replaced" and is_ledger:
             stop()
 
-    os.rename, os.replace = rename, replace
+    from intent_loop import _os as lib_os  # the `os` the library calls
+
+    lib_os.rename, lib_os.replace = rename, replace
 
 
 def _options(argv):
@@ -115,11 +117,11 @@ def run_hold(paths, opts, lock_mod, paths_mod):
 
 
 def main(argv):
+    sys.path[:0] = [os.path.join(REPO, "lib"), REPO]
     step = os.environ.get("IL_TEST_STOP_AT")
     if step:
         sig = signal.SIGKILL if os.environ.get("IL_TEST_STOP_SIGNAL") == "KILL" else signal.SIGSTOP
         _stop_hook(step, sig)
-    sys.path[:0] = [os.path.join(REPO, "lib"), REPO]
     from intent_loop import lock as lock_mod
     from intent_loop import paths as paths_mod
     from intent_loop.errors import IntentLoopError

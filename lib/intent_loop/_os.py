@@ -1,0 +1,184 @@
+"""The slice of `os` and `os.path` the hook path uses, built on the builtin `posix` module.
+
+A hook runs under `python -I -S`, where nothing has imported `os` yet, and importing it costs
+about 1.5-2 ms (it builds `os.environ` on `_collections_abc`): a seventh of the interpreter's
+own start, paid on every prompt. Modules on the hook path therefore write
+`from intent_loop import _os as os` and get the same names with the same behaviour for the calls
+provided here (tests compare them with the real `os` and `posixpath`). POSIX only, like the
+hooks; a Windows port replaces this module with the real `os`.
+"""
+import sys
+
+import posix
+from posix import (  # noqa: F401 - re-exported for `os.<name>` call sites
+    O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_RDONLY, O_WRONLY, _exit, close, fstat,
+    fsync, getcwd, getpid, getuid, kill, listdir, lstat, mkdir, open, pread, readlink, rename, replace,
+    rmdir, stat, unlink, urandom, utime, write,
+)
+from posix import read  # noqa: F401
+from _stat import S_ISDIR, S_ISLNK
+
+try:
+    from posix import preadv  # noqa: F401 - not on every POSIX system
+except ImportError:  # pragma: no cover
+    pass
+try:
+    from posix import copy_file_range  # noqa: F401 - Linux only; atomic.py falls back without it
+except ImportError:  # pragma: no cover
+    pass
+
+name = "posix"
+sep = "/"
+path = sys.modules[__name__]  # `os.path.join` and friends are the functions below
+
+_ENCODING = sys.getfilesystemencoding()
+# A snapshot, decoded as os.environ decodes it; hooks only read their environment.
+environ = {key.decode(_ENCODING, "surrogateescape"): value.decode(_ENCODING, "surrogateescape")
+           for key, value in posix.environ.items()}
+
+
+def join(first, *rest):
+    result = first
+    for part in rest:
+        if part.startswith("/"):
+            result = part
+        elif not result or result.endswith("/"):
+            result += part
+        else:
+            result += "/" + part
+    return result
+
+
+def split(p):
+    """(head, tail) like posixpath.split: the head keeps a root of slashes, loses trailing ones."""
+    cut = p.rfind("/") + 1
+    head, tail = p[:cut], p[cut:]
+    if head and head != "/" * len(head):
+        head = head.rstrip("/")
+    return head, tail
+
+
+def basename(p):
+    return p[p.rfind("/") + 1:]
+
+
+def dirname(p):
+    return split(p)[0]
+
+
+def isabs(p):
+    return p.startswith("/")
+
+
+def normpath(p):
+    """Lexical normalisation like posixpath.normpath (POSIX keeps exactly two leading slashes)."""
+    if not p:
+        return "."
+    leading = 0
+    if p.startswith("/"):
+        leading = 2 if p.startswith("//") and not p.startswith("///") else 1
+    parts = []
+    for part in p.split("/"):
+        if part in ("", "."):
+            continue
+        if part != ".." or (not leading and not parts) or (parts and parts[-1] == ".."):
+            parts.append(part)
+        elif parts:
+            parts.pop()
+    return "/" * leading + "/".join(parts) or "."
+
+
+def abspath(p):
+    return normpath(p if isabs(p) else join(getcwd(), p))
+
+
+def realpath(p):
+    """Every symbolic link resolved, like os.path.realpath (non-strict: missing parts stay as
+    written, and a link loop stops resolution where it was found)."""
+    resolved, _complete = _resolve(p if isabs(p) else join(getcwd(), p), "", {})
+    return abspath(resolved)
+
+
+def _resolve(rest, base, links):
+    """Append the components of `rest` to the already resolved `base`; (path, finished)."""
+    if rest.startswith("/"):
+        base = "/"
+    parts = rest.split("/")
+    for index, part in enumerate(parts):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            base = _parent(base)
+            continue
+        candidate = join(base, part)
+        try:
+            is_link = S_ISLNK(lstat(candidate).st_mode)
+        except OSError:
+            is_link = False
+        if not is_link:
+            base = candidate
+            continue
+        remaining = "/".join(parts[index + 1:])
+        if candidate in links:
+            if links[candidate] is None:  # a loop: stop resolving, keep the rest as written
+                return join(candidate, remaining), False
+            base = links[candidate]
+            continue
+        links[candidate] = None
+        base, finished = _resolve(readlink(candidate), base, links)
+        if not finished:
+            return join(base, remaining), False
+        links[candidate] = base
+    return base, True
+
+
+def _parent(base):
+    if not base:
+        return ".."
+    head, tail = split(base)
+    return join(head, "..", "..") if tail == ".." else head
+
+
+def exists(p):
+    try:
+        stat(p)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def isdir(p):
+    try:
+        return S_ISDIR(stat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def islink(p):
+    try:
+        return S_ISLNK(lstat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def getsize(p):
+    return stat(p).st_size
+
+
+def makedirs(p, mode=0o777, exist_ok=False):
+    """Like os.makedirs: `mode` applies to the last directory, parents get the default."""
+    head, tail = split(p)
+    if not tail:
+        head, tail = split(head)
+    if head and tail and not exists(head):
+        try:
+            makedirs(head, exist_ok=exist_ok)
+        except FileExistsError:
+            pass
+        if tail == ".":
+            return
+    try:
+        mkdir(p, mode)
+    except OSError:
+        if not exist_ok or not isdir(p):
+            raise

@@ -1,0 +1,99 @@
+"""intent_loop._os must behave exactly like `os`/`posixpath` for every call the hook path makes:
+project ids are hashes of `realpath`, so one differing path would split a project in two."""
+import os
+import posixpath
+import stat
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from intent_loop import _os
+from helpers.imports import costly_modules_loaded
+
+COMPONENTS = ["a", "b", "c", ".", "..", "", "rel", "abs", "chain", "dangling", "loop1", "self", "up", "dotdot"]
+relative_paths = st.lists(st.sampled_from(COMPONENTS), min_size=0, max_size=7).map("/".join)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """Directories and every kind of symbolic link realpath has to walk through."""
+    root = str(tmp_path_factory.mktemp("tree"))
+    for name in ("a", "a/b", "a/b/c", "b", "c"):
+        os.mkdir(os.path.join(root, name))
+    links = {
+        "rel": "a/b", "a/rel": "../c", "abs": os.path.join(root, "a", "b", "c"), "chain": "rel/c",
+        "dangling": "no/such/place", "loop1": "loop2", "loop2": "loop1", "self": "self", "a/up": "..",
+        "a/b/dotdot": "../../..", "a/b/abs": "/", "b/chain": "../chain",
+    }
+    for link, target in links.items():
+        os.symlink(target, os.path.join(root, link))
+    return root
+
+
+@settings(max_examples=600, deadline=None)
+@given(relative_paths)
+def test_realpath_matches_posixpath_through_links_loops_and_dotdot(tree, rest):
+    for path in (posixpath.join(tree, rest), tree + "//" + rest, tree + "/./" + rest + "/"):
+        assert _os.realpath(path) == posixpath.realpath(path), path
+
+
+def test_realpath_of_relative_paths_uses_the_working_directory(tree, monkeypatch):
+    monkeypatch.chdir(os.path.join(tree, "a"))
+    for path in ("", ".", "..", "b/../rel", "up/abs", "../chain/x", "../../.."):
+        assert _os.realpath(path) == posixpath.realpath(path), path
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["a", "bb", ".", "..", "", "/", "//", "///"]), max_size=8).map("".join))
+def test_lexical_helpers_match_posixpath(path):
+    assert _os.normpath(path) == posixpath.normpath(path)
+    assert _os.split(path) == posixpath.split(path)
+    assert _os.dirname(path) == posixpath.dirname(path)
+    assert _os.basename(path) == posixpath.basename(path)
+    assert _os.isabs(path) == posixpath.isabs(path)
+    assert _os.abspath(path) == posixpath.abspath(path)
+    assert _os.join(path, "x", path) == posixpath.join(path, "x", path)
+    assert _os.join("base", path) == posixpath.join("base", path)
+
+
+def test_file_predicates_match_os_path(tree):
+    for name in ("a", "rel", "dangling", "self", "missing", "a/b/c"):
+        path = os.path.join(tree, name)
+        assert (_os.exists(path), _os.isdir(path), _os.islink(path)) == \
+            (os.path.exists(path), os.path.isdir(path), os.path.islink(path)), name
+    assert _os.path.isdir is _os.isdir and _os.path.join("a", "b") == "a/b"
+
+
+def test_makedirs_gives_the_mode_to_the_last_directory_only(tmp_path):
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    _os.makedirs(str(ours / "x" / "y"), 0o700, exist_ok=True)
+    os.makedirs(str(theirs / "x" / "y"), 0o700, exist_ok=True)
+    for sub in ("x", "x/y"):
+        assert stat.S_IMODE(os.stat(ours / sub).st_mode) == stat.S_IMODE(os.stat(theirs / sub).st_mode)
+    _os.makedirs(str(ours / "x" / "y"), 0o700, exist_ok=True)
+    with pytest.raises(FileExistsError):
+        _os.makedirs(str(ours / "x"), 0o700)
+
+
+def test_environ_is_os_environ_decoded_the_same_way(tmp_path):
+    """A snapshot taken when the process starts, undecodable bytes kept as os keeps them."""
+    import subprocess
+    import sys
+
+    env = {b"PATH": os.environb.get(b"PATH", b""), b"PLAIN": b"x", b"UNICODE": "caf\u00e9".encode(), b"RAW": b"\xff\xfe"}
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from intent_loop import _os; "
+            "print(_os.environ == dict(os.environ) and _os.environ['RAW'] == os.environ['RAW'])")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, os.path.dirname(os.path.dirname(_os.__file__))],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_the_hook_path_never_imports_os():
+    """The point of the module: no hook entry point (or what a hook run loads) pulls in `os`."""
+    loaded = costly_modules_loaded(
+        "import hooks.session_start, hooks.user_prompt, hooks.stop\n"
+        "import intent_loop.ledger, intent_loop.lock, intent_loop.atomic, intent_loop.request_index\n"
+        "import intent_loop.command_runner, intent_loop.provider, intent_loop.private, intent_loop.session_view",
+        ("os", "posixpath", "_collections_abc"))
+    assert loaded == []
