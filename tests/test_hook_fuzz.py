@@ -11,6 +11,7 @@ import tempfile
 import pytest
 
 from intent_loop import hook_handlers, hook_runtime, ledger, paths as paths_mod
+from helpers.settle import settle
 from intent_loop.state import ProjectReducer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -205,4 +206,5 @@ def test_fuzz_binaries(event, fuzz_env):
             check_answer(event, proc.stdout)
         except Exception as exc:  # pragma: no cover
             raise AssertionError(f"payload #{i} {payload[:300]!r} -> {proc.stdout[:300]!r}: {exc}") from exc
+    settle(data_root, ws)  # what the last answers left to detached children
     _verify(data_root, ws)

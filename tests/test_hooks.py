@@ -11,10 +11,11 @@ import pytest
 
 from intent_loop import ledger, paths as paths_mod
 from intent_loop.state import ProjectReducer
+from helpers.settle import settle
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
-FIXTURES = "/work/shared/fixtures/codex-0.169.0"
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "codex-0.169.0")  # the real payloads, copied in
 BINARIES = {"SessionStart": "intent-loop-session-start", "UserPromptSubmit": "intent-loop-user-prompt",
             "Stop": "intent-loop-stop"}
 FAIL_OPEN = b'{"continue":true}'
@@ -54,6 +55,8 @@ def hook(event, payload, env, *, timeout=10, raw=None):
     proc = subprocess.run([os.path.join(DIST, BINARIES[event])], input=data, capture_output=True, env=env,
                           timeout=timeout)
     elapsed = time.monotonic() - started
+    if isinstance(payload, dict) and isinstance(payload.get("cwd"), str) and "INTENT_LOOP_DATA_DIR" in env:
+        settle(env["INTENT_LOOP_DATA_DIR"], payload["cwd"])  # what the answer left to a detached child
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     answer = json.loads(out)
@@ -248,6 +251,52 @@ def test_held_lock_fails_open_within_deadline(event, env, ws):
         _fail_open(event, payload, env)
     finally:
         holder.communicate(timeout=20)
+    assert len(events(env, ws)) == n
+    ledger.verify_all(project_of(env, ws), REDUCER)
+
+
+def test_observation_is_written_after_the_answer_without_holding_codexs_pipes(env, ws):
+    """A linked prompt answers while another process still holds the project lock: its hash-only
+    observation is written by a detached child that has let go of stdout/stderr (Codex reads them
+    to EOF), and lands once the lock is free."""
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal deferred write"), env)
+    n = len(events(env, ws))
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, os.path.join(REPO, "lib"), env["INTENT_LOOP_DATA_DIR"],
+                               ws, "1.0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert holder.stdout.readline().strip() == b"locked"
+        proc = subprocess.Popen([os.path.join(DIST, BINARIES["UserPromptSubmit"])], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        out, _err = proc.communicate(json.dumps(prompt_payload(ws, "keep going", turn="t-deferred")).encode(),
+                                     timeout=10)  # EOF on both pipes and exit
+        answered_while_locked = holder.poll() is None
+        assert holder.stdout.readline().strip() == b"released"
+    finally:
+        holder.communicate(timeout=20)
+    assert proc.returncode == 0 and json.loads(out)["continue"] is True
+    assert answered_while_locked, "the hook waited for the lock instead of answering first"
+    settle(env["INTENT_LOOP_DATA_DIR"], ws)
+    new = events(env, ws)[n:]
+    assert [e["event_type"] for e in new] == ["source_observed"], new
+    ledger.verify_all(project_of(env, ws), REDUCER)
+
+
+def test_deferred_observation_rechecks_the_session_under_the_lock(env, ws, monkeypatch):
+    """Between a prompt's lock-free read and its deferred write the user turned the task off:
+    the write re-plans on the locked state and records nothing."""
+    from intent_loop import hook_handlers
+
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal recheck"), env)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    runtime = {"env": env, "deadline": time.monotonic() + 10, "executable": None}
+    answer = hook_handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn="t-late"), runtime)
+    _paths, record = answer["after_answer"]
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: off", turn="t-off"), env)
+    n = len(events(env, ws))
+
+    record(time.monotonic() + 10)
+
     assert len(events(env, ws)) == n
     ledger.verify_all(project_of(env, ws), REDUCER)
 

@@ -11,9 +11,9 @@ import sys
 
 import posix
 from posix import (  # noqa: F401 - re-exported for `os.<name>` call sites
-    O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_RDONLY, O_WRONLY, _exit, close, fstat,
-    fsync, getcwd, getpid, getuid, kill, listdir, lstat, mkdir, open, pread, readlink, rename, replace,
-    rmdir, stat, unlink, urandom, utime, write,
+    O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_WRONLY, _exit, close, dup2,
+    fork, fstat, fsync, getcwd, getpid, getuid, kill, listdir, lstat, mkdir, open, pread, readlink, rename,
+    replace, rmdir, setsid, stat, unlink, urandom, utime, write,
 )
 from posix import read  # noqa: F401
 from _stat import S_ISDIR, S_ISLNK

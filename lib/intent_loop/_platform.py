@@ -28,6 +28,12 @@ def try_lock_exclusive(fd):
         return False
 
 
+def lock_shared(fd):
+    """Take a shared kernel lock, waiting out a momentary exclusive holder."""
+    fcntl = _fcntl()
+    fcntl.flock(fd, fcntl.LOCK_SH)
+
+
 def is_kernel_lock_held(fd):
     """True when some other open file description holds a lock on this file (probe and let go)."""
     fcntl = _fcntl()

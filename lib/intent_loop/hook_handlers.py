@@ -155,28 +155,45 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     task = ctx.linked_task()
     if not _is_recording(ctx, task):
         return None
-    source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
-    from intent_loop.ledger import mutate
-    from intent_loop.tasks import Plan, observe
+    task_id = task["task_id"]
 
-    def plan(state):
-        p = Plan(state, now="")
-        observe(p, task_id=task["task_id"], event_type="source_observed", session_hash=ctx.session,
-                source=source, char_count=len(prompt), actor=actor)
-        return p.drafts
+    def record(deadline):  # after the answer (hook_runtime): nothing in it depends on this event
+        from intent_loop.ledger import mutate
+        from intent_loop.tasks import Plan, observe
 
-    mutate(ctx.paths, reducer(), request_id=_prompt_request_id(ctx, payload, prompt),
-           operation="observe", params={"source": source, "actor": actor}, plan=plan, deadline=ctx.deadline,
-           resume=ctx.verified)
+        source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
+
+        def plan(state):
+            if not _is_still_recording(ctx, state, task_id):
+                return []
+            p = Plan(state, now="")
+            observe(p, task_id=task_id, event_type="source_observed", session_hash=ctx.session,
+                    source=source, char_count=len(prompt), actor=actor)
+            return p.drafts
+
+        mutate(ctx.paths, reducer(), request_id=_prompt_request_id(ctx, payload, prompt), operation="observe",
+               params={"source": source, "actor": actor}, plan=plan, deadline=deadline, resume=ctx.verified)
+
+    answer = {"after_answer": (ctx.paths, record)}
     if actor == "agent" or ctx.has_seen_changes_up_to(ctx.state):
-        return None
+        return answer
     from intent_loop.session_view import session_context  # only when something changed
 
     _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
-    if text is None or ctx.has_seen(text):
-        return None
-    ctx.remember_view(text, ctx.state)
-    return {"context": text}
+    if text is not None and not ctx.has_seen(text):
+        ctx.remember_view(text, ctx.state)
+        answer["context"] = text
+    return answer
+
+
+def _is_still_recording(ctx, state, task_id):
+    """Re-checked under the lock: the session may have been unlinked, or the task turned off or
+    private, between the hook's lock-free read and its deferred write."""
+    from intent_loop.private import read_control
+
+    task = state["tasks"].get(task_id)
+    return (state["sessions"].get(ctx.session) == task_id and task is not None and task["mode"] == "on"
+            and read_control(ctx.paths, ctx.session) is None)
 
 
 def _run_prompt_commands(payload, runtime, prompt):
@@ -228,39 +245,46 @@ def _receipt_answer(ctx, state, receipt):
 
 # -- Stop ----------------------------------------------------------------------------------
 def stop(payload, runtime):
-    """Record a hash-only result signal, then refresh the Guard provider document."""
+    """Record a hash-only result signal, then refresh the Guard provider document (both after the
+    answer, which for Stop is always `{"continue":true}`)."""
     ctx = HookContext(payload, runtime)
     task = ctx.linked_task()
     if not _is_recording(ctx, task):
         return None
-    from intent_loop import command_runner
-    from intent_loop.ledger import Transaction, mutate
-    from intent_loop.tasks import Plan, observe
+    task_id = task["task_id"]
 
-    message = payload.get("last_assistant_message")
-    source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
-    turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
-    request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, source.get("event_id") or source["sha256"])).encode())
+    def record_and_publish(deadline):
+        from intent_loop import command_runner
+        from intent_loop.ledger import Transaction, mutate
+        from intent_loop.tasks import Plan, observe
 
-    holder = {}
+        message = payload.get("last_assistant_message")
+        source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
+        turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
+        request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, source.get("event_id") or source["sha256"])).encode())
+        holder = {}
 
-    def plan(state):
-        p = Plan(state, now="")
-        observe(p, task_id=task["task_id"], event_type="result_signal_observed", session_hash=ctx.session,
-                source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
-        holder["publication"] = command_runner.add_publication(p, workspace=ctx.workspace, env=ctx.env)
-        return p.drafts
+        def plan(state):
+            if not _is_still_recording(ctx, state, task_id):
+                return []
+            p = Plan(state, now="")
+            observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
+                    source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
+            holder["publication"] = command_runner.add_publication(p, workspace=ctx.workspace, env=ctx.env)
+            return p.drafts
 
-    def after_commit(tx, _events):
-        command_runner.apply_quietly(holder["publication"])
+        def after_commit(tx, _events):
+            if "publication" in holder:
+                command_runner.apply_quietly(holder["publication"])
 
-    events, replayed = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
-                              params={"source": source}, plan=plan, deadline=ctx.deadline,
-                              after_commit=after_commit, resume=ctx.verified)
-    if replayed:  # a retried Stop still makes sure the file is current
-        with Transaction(ctx.paths, reducer(), deadline=ctx.deadline, resume=ctx.verified) as tx:
-            command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
-    return None
+        _events, replayed = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
+                                   params={"source": source}, plan=plan, deadline=deadline,
+                                   after_commit=after_commit, resume=ctx.verified)
+        if replayed:  # a retried Stop still makes sure the file is current
+            with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
+                command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
+
+    return {"after_answer": (ctx.paths, record_and_publish)}
 
 
 HANDLERS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit, "Stop": stop}

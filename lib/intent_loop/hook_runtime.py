@@ -71,12 +71,16 @@ def render_answer(event_name, answer):
     return dumps(out).encode("utf-8", "replace")
 
 
-def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline_seconds=DEADLINE_SECONDS):
-    """Run `handler(payload, context) -> {"context"?, "system_message"?}` fail-open; never raises."""
+def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline_seconds=DEADLINE_SECONDS,
+             detach=False):
+    """Run `handler(payload, context) -> {"context"?, "system_message"?, "after_answer"?}` fail-open;
+    never raises. `after_answer` is (paths, job): work done once the answer is out, in a detached
+    child when `detach` (the hook process), else right here (in-process callers and tests)."""
     env = os.environ if env is None else env
     output = _Output(stdout_fd)
     started = time.monotonic()
     where = "start"
+    after_answer = None
 
     def on_term(signum, frame):
         output.write(FAIL_OPEN)
@@ -97,26 +101,44 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
         context = {"env": env, "deadline": started + deadline_seconds - 0.25, "executable": sys.argv[0]}
         answer = handler(payload, context) if payload is not None else None
         where = "answer"
+        after_answer = answer.pop("after_answer", None) if answer else None
         data = render_answer(event_name, answer)
     except BaseException as exc:  # the fail-open boundary: every failure becomes continue:true
-        data = FAIL_OPEN
+        data, after_answer = FAIL_OPEN, None
         log_failure(env, event_name, where, exc)
     try:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
     except OSError:
         pass
     output.write(data)
+    if after_answer is not None:
+        _finish_after_answer(after_answer, env, event_name, detach=detach, deadline_seconds=deadline_seconds)
+
+
+def _finish_after_answer(after_answer, env, event_name, *, detach, deadline_seconds):
+    try:
+        from intent_loop import deferred
+
+        paths, job = after_answer
+        failed = lambda exc: log_failure(env, event_name, "after_answer", exc)  # noqa: E731
+        if detach:
+            deferred.detach(paths, job, deadline_seconds=deadline_seconds, on_failure=failed)
+        else:
+            deferred.run_inline(job, deadline_seconds=deadline_seconds, on_failure=failed)
+    except BaseException as exc:  # the answer is out; nothing here may turn into a crash
+        log_failure(env, event_name, "after_answer", exc)
 
 
 def serve(event_name, handler):
-    """The hook process's whole life: answer through `run_hook`, then leave at once.
+    """The hook process's whole life: answer through `run_hook` (deferred work detached), then
+    leave at once.
 
     os._exit skips interpreter teardown (finalizing every loaded module and a GC pass), which
     costs about 3 ms, a quarter of an interpreter start, once the write path is loaded. Nothing
     is lost by it: the answer left through os.write, every file written was closed (and synced
     where durability matters) before the handler returned, and the lock was released.
     """
-    run_hook(event_name, handler)
+    run_hook(event_name, handler, detach=True)
     os._exit(0)
 
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from intent_loop import guard_contract
+from intent_loop import guard_contract, paths as paths_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mock_model import MockModelServer, developer_messages  # noqa: E402
+from helpers.settle import settle  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
@@ -249,6 +250,12 @@ def test_real_codex_exec_two_turns_records_intent_and_publishes_contract(mock_mo
     developer = developer_messages(bodies[1])
     assert any("intent-loop" in m and "tests pass" in m for m in developer), developer
     print(f"real-codex e2e: turn 1 {secs1:.1f} s, turn 2 {secs2:.1f} s")
+
+    # Each Stop recorded its hash-only result signal after answering (detached from the hook).
+    settle(str(data_root), str(workspace))
+    with open(paths_mod.project_paths(str(data_root), str(workspace)).ledger, "rb") as fh:
+        types = [json.loads(line)["event_type"] for line in fh.read().splitlines()]
+    assert types.count("result_signal_observed") == 2, types
 
     # The ledger the hooks wrote verifies from its first byte.
     verify = subprocess.run([str(CLI), "verify", "--json"], cwd=workspace, env=env,

@@ -100,6 +100,7 @@ class ReplaySession:
             code, out, err = proc.returncode, proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as exc:
             code, out, err = -1, exc.stdout or b"", b"timed out"
+        self._settle()
         answer, ok = None, code == 0
         try:
             answer = json.loads(out.decode("utf-8"))
@@ -113,6 +114,17 @@ class ReplaySession:
             step["stderr"] = err.decode("utf-8", "replace")[:2000]
         self.steps.append(step)
         return step
+
+    def _settle(self):
+        """Let the work a hook detaches after answering (its observation, Stop's Guard refresh)
+        land before the next step, as it does between two prompts a person types."""
+        from intent_loop import deferred
+
+        try:
+            paths = self.paths()
+        except IntentLoopError:
+            return
+        deferred.wait_idle(paths, timeout=STEP_TIMEOUT)
 
     def paths(self):
         from intent_loop.paths import project_paths

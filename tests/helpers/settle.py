@@ -1,0 +1,12 @@
+"""Wait for the work a hook binary detaches after answering (its observation, Stop's publication)."""
+from intent_loop import deferred, paths as paths_mod
+from intent_loop.errors import IntentLoopError
+
+
+def settle(data_root, cwd, *, timeout=10.0):
+    """Return once no detached hook work of the project at `cwd` is running; fail after `timeout`."""
+    try:
+        project = paths_mod.project_paths(data_root, cwd)
+    except IntentLoopError:
+        return  # no such project directory: a hook could not have started work for it
+    assert deferred.wait_idle(project, timeout=timeout), f"detached hook work still running after {timeout}s"
