@@ -8,7 +8,8 @@ from intent_loop import deletion, private, provider, tasks
 from intent_loop.canonical import canonical_bytes, dumps
 from intent_loop.command_runner import REDUCER, refresh_quietly
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import load_verified, mutate, new_uuid4, rfc3339_utc, verify_all
+from intent_loop.ledger import load_verified, new_uuid4, rfc3339_utc, verify_all
+from intent_loop.transaction import mutate
 from helpers.cli_runner import make_cli
 
 

@@ -69,7 +69,7 @@ def test_every_event_type_is_documented():
 # -- the architecture the layout promises --------------------------------------------------
 LAYERS = {  # a module may import only from its own layer or lower ones
     "errors": 0, "_os": 0, "_platform": 0, "_data_root": 0, "canonical": 1, "deferred": 3, "paths": 2, "atomic": 2, "lock": 3,
-    "checkpoint": 3, "ledger": 4, "claims": 5, "rules": 5, "redact": 1, "commands": 6, "prompt_scan": 0, "state": 6,
+    "checkpoint": 3, "ledger": 4, "transaction": 5, "claims": 5, "rules": 5, "redact": 1, "commands": 6, "prompt_scan": 0, "state": 6,
     "guard_contract": 6, "tasks": 7, "views": 7, "private": 7, "session_view": 8, "request_index": 4, "graph": 8, "provider": 8, "deletion": 9,
     "command_runner": 9, "migration": 9, "runtime_cache": 9, "demo_session": 9, "hook_runtime": 10, "hook_handlers": 11,
 }

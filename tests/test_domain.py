@@ -9,7 +9,7 @@ import time
 import pytest
 
 from intent_loop import claims as claims_mod
-from intent_loop import command_runner, commands, ledger, private, tasks, views
+from intent_loop import command_runner, commands, ledger, private, tasks, transaction, views
 from intent_loop.canonical import canonical_bytes
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.hook_handlers import session_hash
@@ -68,7 +68,7 @@ def mutate(project, plan_fn, *, operation="test", params=None, request_id=None):
         plan_fn(p)
         return p.drafts
 
-    return ledger.mutate(project, REDUCER, request_id=request_id or rid("m"), operation=operation,
+    return transaction.mutate(project, REDUCER, request_id=request_id or rid("m"), operation=operation,
                          params=params if params is not None else {}, plan=plan, deadline=deadline())
 
 

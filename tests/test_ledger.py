@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from intent_loop import ledger
+from intent_loop import ledger, transaction
 from intent_loop import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
 from tests.helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
@@ -386,7 +386,7 @@ def test_writer_verifies_only_the_suffix_after_the_checkpoint(project):
 
 
 def _mutate_resuming(project, reducer, value, resume):
-    return ledger.mutate(project, reducer, request_id=f"resume-{value}", operation=OPERATION, params={"value": value},
+    return transaction.mutate(project, reducer, request_id=f"resume-{value}", operation=OPERATION, params={"value": value},
                          plan=lambda _state: drafts_for(value), deadline=time.monotonic() + 10, resume=resume)
 
 
@@ -455,7 +455,7 @@ def test_retry_of_an_older_request_after_later_ones_still_replays(project):
 
 def test_parameter_key_order_does_not_change_the_fingerprint(project):
     def mutate(params):
-        return ledger.mutate(project, CountingReducer(), request_id="same", operation="op", params=params,
+        return transaction.mutate(project, CountingReducer(), request_id="same", operation="op", params=params,
                              plan=lambda _s: drafts_for("p"), deadline=time.monotonic() + 10)
 
     first, _ = mutate({"a": 1, "b": [1, 2], "c": {"y": 1, "x": 2}})
@@ -471,7 +471,7 @@ def test_same_request_id_with_other_parameters_is_reused(project, operation, par
     before = read_bytes(project.ledger)
 
     with pytest.raises(IntentLoopError) as info:
-        ledger.mutate(project, CountingReducer(), request_id="req-x", operation=operation, params=params,
+        transaction.mutate(project, CountingReducer(), request_id="req-x", operation=operation, params=params,
                       plan=lambda _s: drafts_for("y"), deadline=time.monotonic() + 10)
 
     assert info.value.code == ErrorCode.REQUEST_ID_REUSED
@@ -480,7 +480,7 @@ def test_same_request_id_with_other_parameters_is_reused(project, operation, par
 
 def test_fingerprint_holds_no_raw_parameter_body(project):
     append_value(project, CountingReducer(), "x", request_id="req-x", extra={})
-    ledger.mutate(project, CountingReducer(), request_id="secret-params", operation="op",
+    transaction.mutate(project, CountingReducer(), request_id="secret-params", operation="op",
                   params={"token": "PARAM-BODY-MARKER"}, plan=lambda _s: drafts_for("y"),
                   deadline=time.monotonic() + 10)
 
@@ -519,7 +519,7 @@ def test_valid_request_id_edges_are_accepted(project, request_id):
 
 
 def test_transaction_append_checks_the_request_id(project):
-    with ledger.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
+    with transaction.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
         with pytest.raises(IntentLoopError) as info:
             tx.append(drafts_for("x"), request_id="bad id", fingerprint="0" * 64)
 
@@ -622,7 +622,7 @@ def test_reads_create_no_lock_and_no_directories(project):
 
 def test_transaction_holds_the_lock_and_appends_several_drafts(project):
     _fill(project, 2)
-    with ledger.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
+    with transaction.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
         assert tx.state["count"] == 2
         owner = json.loads(read_bytes(os.path.join(project.lock_dir, "owner.json")))
         events = tx.append(drafts_for("tx") + drafts_for("tx2"), request_id="tx-req", fingerprint="f" * 64)
@@ -642,7 +642,7 @@ def test_after_commit_runs_while_the_lock_is_held(project):
     def after_commit(tx, events):
         seen.update(held=tx.lock.is_held(), lock_dir=os.path.isdir(project.lock_dir), count=len(events))
 
-    ledger.mutate(project, CountingReducer(), request_id="ac", operation="op", params={},
+    transaction.mutate(project, CountingReducer(), request_id="ac", operation="op", params={},
                   plan=lambda _s: drafts_for("ac"), deadline=time.monotonic() + 10, after_commit=after_commit)
 
     assert seen == {"held": True, "lock_dir": True, "count": 1}
@@ -657,7 +657,7 @@ def test_failing_plan_writes_nothing_and_releases_the_lock(project):
         raise IntentLoopError(ErrorCode.INVALID_CLAIM, "domain says no")
 
     with pytest.raises(IntentLoopError):
-        ledger.mutate(project, CountingReducer(), request_id="no", operation="op", params={}, plan=plan,
+        transaction.mutate(project, CountingReducer(), request_id="no", operation="op", params={}, plan=plan,
                       deadline=time.monotonic() + 10)
 
     assert read_bytes(project.ledger) == before
@@ -678,7 +678,7 @@ def test_invalid_drafts_write_nothing(project, draft, code):
     before = read_bytes(project.ledger)
 
     with pytest.raises(IntentLoopError) as info:
-        ledger.mutate(project, CountingReducer(), request_id="bad", operation="op", params={},
+        transaction.mutate(project, CountingReducer(), request_id="bad", operation="op", params={},
                       plan=lambda _s: [draft], deadline=time.monotonic() + 10)
 
     assert info.value.code == code
@@ -686,7 +686,7 @@ def test_invalid_drafts_write_nothing(project, draft, code):
 
 
 def test_empty_plan_appends_nothing(project):
-    events, replayed = ledger.mutate(project, CountingReducer(), request_id="empty", operation="op", params={},
+    events, replayed = transaction.mutate(project, CountingReducer(), request_id="empty", operation="op", params={},
                                      plan=lambda _s: [], deadline=time.monotonic() + 10)
 
     assert (events, replayed) == ([], False)
@@ -698,7 +698,7 @@ def test_deadline_already_passed_writes_nothing(project):
     before = read_bytes(project.ledger)
 
     with pytest.raises(IntentLoopError) as info:
-        ledger.mutate(project, CountingReducer(), request_id="late", operation="op", params={},
+        transaction.mutate(project, CountingReducer(), request_id="late", operation="op", params={},
                       plan=lambda _s: drafts_for("late"), deadline=time.monotonic() - 1)
 
     assert info.value.code in (ErrorCode.DEADLINE_EXCEEDED, ErrorCode.LOCK_TIMEOUT)
@@ -712,7 +712,7 @@ def test_replace_ledger_verifies_the_new_bytes_first(project):
     before = read_bytes(project.ledger)
     broken = lines[0] + b"\n" + lines[2] + b"\n"
 
-    with ledger.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
+    with transaction.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
         with pytest.raises(IntentLoopError):
             tx.replace_ledger(broken, expect_count=2)
         unchanged = read_bytes(project.ledger)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.counting import CountingReducer
-from intent_loop import ledger, migration
+from intent_loop import ledger, migration, transaction
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ needs_dist = pytest.mark.skipif(not (DIST / "intent-loop").exists(), reason="dis
 
 
 def _append(project, value, request_id):
-    return ledger.mutate(project, CountingReducer(), request_id=request_id, operation="append", params={"v": value},
+    return transaction.mutate(project, CountingReducer(), request_id=request_id, operation="append", params={"v": value},
                          plan=lambda state: [ledger.Draft("value_added", None, "user", {"value": value})],
                          deadline=time.monotonic() + 10)
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from intent_loop import command_runner, commands, guard_contract, ledger, provider, tasks
+from intent_loop import command_runner, commands, guard_contract, ledger, provider, tasks, transaction
 from intent_loop.hook_handlers import session_hash
 from intent_loop.state import ProjectReducer
 
@@ -100,7 +100,7 @@ def test_projection_maps_every_field(project, workspace):
             epistemic_status="inferred", confidence=0.5))
         return p.drafts
 
-    ledger.mutate(project, REDUCER, request_id="extra-1", operation="x", params={}, plan=plan,
+    transaction.mutate(project, REDUCER, request_id="extra-1", operation="x", params={}, plan=plan,
                   deadline=time.monotonic() + 20)
     proj = provider.projection_for(linked(project), project_root=workspace)
     assert proj == {
@@ -150,7 +150,7 @@ def test_publication_document_and_gitignore(project, workspace):
 _REFRESH = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from intent_loop import ledger, paths, provider
+from intent_loop import ledger, paths, provider, transaction
 from intent_loop.state import ProjectReducer
 p = paths.project_paths(sys.argv[2], sys.argv[3])
 count = int(sys.argv[4])
@@ -159,7 +159,7 @@ while time.time() < go:
     time.sleep(0.001)
 out = []
 for _ in range(count):
-    with ledger.Transaction(p, ProjectReducer(), deadline=time.monotonic() + 30) as tx:
+    with transaction.Transaction(p, ProjectReducer(), deadline=time.monotonic() + 30) as tx:
         r = provider.refresh(tx, workspace=sys.argv[3], env={})
     out.append([r["action"], r.get("version")])
 print(json.dumps(out))
@@ -329,7 +329,7 @@ def test_foreign_files_are_never_modified(project, workspace, tmp_path, kind):
         assert receipt.publication["action"] == "foreign", receipt.publication
     assert _snapshot(path) == before
     assert target.read_bytes() == target_before
-    with ledger.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
         assert provider.refresh(tx, workspace=workspace, env={})["action"] == "foreign"
     assert _snapshot(path) == before
 
@@ -352,7 +352,7 @@ def test_our_file_removed_when_no_task_qualifies(project, workspace, how):
     assert not os.path.exists(path)
     assert receipt.publication is None or receipt.publication["action"] in ("removed", "absent")
     # a second refresh keeps it absent and touches nothing
-    with ledger.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
         assert provider.refresh(tx, workspace=workspace, env={})["action"] == "absent"
     assert not os.path.exists(path)
 

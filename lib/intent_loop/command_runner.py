@@ -5,8 +5,9 @@ from intent_loop import private, provider, tasks
 from intent_loop.claims import short_id
 from intent_loop.commands import Rejection, build_claim, verb_for_claim
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import mutate, rfc3339_utc
+from intent_loop.ledger import rfc3339_utc
 from intent_loop.state import ProjectReducer
+from intent_loop.transaction import mutate
 from intent_loop.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 
 REDUCER = ProjectReducer()

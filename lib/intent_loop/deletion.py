@@ -33,7 +33,8 @@ import os
 from intent_loop import private, provider
 from intent_loop.canonical import dumps, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import Transaction, chain, is_project_present, is_uuid, new_uuid4
+from intent_loop.ledger import chain, is_project_present, is_uuid, new_uuid4
+from intent_loop.transaction import Transaction
 
 _NO_TASK_HINT = "see `intent-loop status` for the full ids"
 

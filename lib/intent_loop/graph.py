@@ -31,7 +31,8 @@ import time
 from intent_loop import claims as claims_mod
 from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import Draft, mutate, new_uuid4, rfc3339_utc
+from intent_loop.ledger import Draft, new_uuid4, rfc3339_utc
+from intent_loop.transaction import mutate
 from intent_loop.redact import redact
 
 FORMAT = "intent-loop-graph"

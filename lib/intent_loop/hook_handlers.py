@@ -158,7 +158,7 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     task_id = task["task_id"]
 
     def record(deadline):  # after the answer (hook_runtime): nothing in it depends on this event
-        from intent_loop.ledger import mutate
+        from intent_loop.transaction import mutate
         from intent_loop.tasks import Plan, observe
 
         source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
@@ -255,7 +255,7 @@ def stop(payload, runtime):
 
     def record_and_publish(deadline):
         from intent_loop import command_runner
-        from intent_loop.ledger import Transaction, mutate
+        from intent_loop.transaction import Transaction, mutate
         from intent_loop.tasks import Plan, observe
 
         message = payload.get("last_assistant_message")

@@ -1,4 +1,4 @@
-"""The hash-chained ledger: event sealing, verification, the read path and locked transactions.
+"""The hash-chained ledger: event sealing, verification and the lock-free read path.
 
 Each line of `ledger.jsonl` is one canonical JSON event; `event_hash` is the SHA-256 of the
 canonical event without `event_hash`, and `prev_hash` chains the project's events. Derived
@@ -6,7 +6,6 @@ state (a caller-supplied reducer folded over the events) is cached in `cache/` w
 verified checkpoint, so a call only verifies the lines appended since that checkpoint.
 """
 import time
-
 
 from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import checkpoint, paths as paths_mod
@@ -224,7 +223,7 @@ def verified_prefix(data, project_id, *, on_progress=None):
 
     A partial last line is reported as LEDGER_TORN_TAIL: recovery treats it as damage too.
     """
-    verified = _empty(EventList())
+    verified = empty_verified(EventList())
     try:
         fold_lines(data, verified, EventList(), project_id=project_id, on_progress=on_progress)
     except IntentLoopError as exc:
@@ -236,7 +235,7 @@ def verified_prefix(data, project_id, *, on_progress=None):
     return verified, None
 
 
-def _empty(reducer):
+def empty_verified(reducer):
     return Verified(0, 0, None, 0, reducer.initial())
 
 
@@ -284,7 +283,7 @@ def verify_from_checkpoint(fd, size, cached, reducer, *, project_id):
         if v.size == 0 or (v.size <= size and checkpoint.line_hash_at(
                 read_range(fd, v.last_line_start, v.size), 0, v.size - v.last_line_start) == v.last_hash):
             return fold_lines(read_range(fd, v.size, size), v, reducer, project_id=project_id, base=v.size)
-    return fold_lines(read_range(fd, 0, size), _empty(reducer), reducer, project_id=project_id)
+    return fold_lines(read_range(fd, 0, size), empty_verified(reducer), reducer, project_id=project_id)
 
 
 def is_project_present(paths):
@@ -297,16 +296,16 @@ def is_project_present(paths):
 def load_verified(paths, reducer, *, write_cache=True):
     """The verified state of the project's ledger (read path: creates nothing but the cache)."""
     if not is_project_present(paths):
-        return _empty(reducer)
+        return empty_verified(reducer)
     st = paths_mod.check_regular_file(paths.ledger)
     if st is None:
-        return _empty(reducer)
+        return empty_verified(reducer)
     cached = checkpoint.load(paths, reducer)
     if cached is not None and checkpoint.is_current(cached, st) and checkpoint.last_line_matches(paths, cached):
         return cached.verified
     fd, st = open_ledger(paths)
     if fd is None:
-        return _empty(reducer)
+        return empty_verified(reducer)
     try:
         verified = verify_from_checkpoint(fd, st.st_size, cached, reducer, project_id=paths.project_id)
     finally:
@@ -319,265 +318,7 @@ def load_verified(paths, reducer, *, write_cache=True):
 def verify_all(paths, reducer, *, on_progress=None):
     """Full verification from the first byte, ignoring the cache. Returns Verified or raises."""
     data, _st = _read_ledger(paths) if is_project_present(paths) else (None, None)
-    verified = _empty(reducer)
+    verified = empty_verified(reducer)
     if data:
         fold_lines(data, verified, reducer, project_id=paths.project_id, on_progress=on_progress)
     return verified
-
-
-def find_request(data, request_id, *, project_id):
-    """Events already recorded under `request_id`, as a list (empty when none).
-
-    A byte search over the canonical ledger: the envelope field `"request_id":"<id>"` is found
-    at memchr speed in bytes the transaction holds in memory for the rewrite anyway, so no
-    separate index can drift from the ledger. The same bytes inside a payload (a nested key of
-    that name) are skipped by checking the parsed envelope of each hit.
-    """
-    needle = b'"request_id":"' + request_id.encode() + b'"'
-    start = data.find(needle)
-    while start >= 0:
-        line_start = data.rfind(b"\n", 0, start) + 1
-        stop = data.find(b"\n", line_start)
-        if stop < 0:
-            return []
-        if loads(data[line_start:stop]).get("request_id") == request_id:
-            return _request_events(data, line_start, request_id)
-        start = data.find(needle, stop)
-    return []
-
-
-def _request_events(data, line_start, request_id):
-    """The consecutive lines of one request, from its first line on."""
-    events = []
-    while line_start < len(data):
-        stop = data.find(b"\n", line_start)
-        if stop < 0:
-            break
-        event = loads(data[line_start:stop])
-        if event.get("request_id") != request_id:
-            break
-        events.append(event)
-        line_start = stop + 1
-    return events
-
-
-class Transaction:
-    """A locked mutation of one project: `with Transaction(paths, reducer, deadline=d) as tx:`.
-
-    Entering takes the project lock, removes residue of killed processes, verifies the ledger
-    from the cached checkpoint and quarantines a torn tail. `append` durably adds events.
-    """
-
-    def __init__(self, paths, reducer, *, deadline, resume=None, _now=time.time):
-        self.paths = paths
-        self.reducer = reducer
-        self.deadline = deadline
-        # A Verified the caller already read without the lock (a hook's read path): used instead
-        # of parsing the cache a second time. Like the cache, it is only a candidate checkpoint,
-        # re-checked against the bytes under the lock, then continued (and updated) in place.
-        self._resume = resume
-        self._now = _now
-        self.lock = None
-        self.fd = None  # the current ledger, open for copying its verified prefix
-        self.verified = None
-        self.durability_uncertain = False
-        self.index_end = None  # how far the request index is known to cover the ledger
-
-    @property
-    def state(self):
-        return self.verified.state
-
-    def __enter__(self):
-        from intent_loop.lock import ProjectLock  # mutations only: reads never lock
-
-        paths_mod.ensure_project_layout(self.paths)
-        self.lock = ProjectLock(self.paths.dir, deadline=self.deadline)
-        self.lock.acquire()
-        try:
-            self._prepare()
-        except BaseException:
-            self.lock.release()
-            raise
-        return self
-
-    def __exit__(self, *exc_info):
-        self._close()
-        self.lock.release()
-
-    def _close(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-    def _reopen(self):
-        self._close()
-        self.fd, _st = open_ledger(self.paths)
-
-    @property
-    def data(self):
-        """The whole verified ledger (deletion and recovery need it; appends never read it)."""
-        return read_range(self.fd, 0, self.verified.size) if self.fd is not None else b""
-
-    def _prepare(self):
-        self.lock.clean_residue()
-        _remove_orphan_temps(self.paths)
-        self.fd, st = open_ledger(self.paths)
-        if self._resume is not None:
-            cached = checkpoint.Cached(self._resume, identity=None)
-        else:
-            cached = checkpoint.load(self.paths, self.reducer)
-        if self.fd is None:
-            self.verified = _empty(self.reducer)
-        else:
-            self.verified = verify_from_checkpoint(self.fd, st.st_size, cached, self.reducer,
-                                                   project_id=self.paths.project_id)
-        if self.verified.torn_tail:
-            self._quarantine_torn_tail()
-        self.lock.heartbeat()
-
-    def _quarantine_torn_tail(self):
-        """Summarize the partial last line by length and digest only, then cut it off durably."""
-        tail = read_range(self.fd, self.verified.size, self.verified.size + self.verified.torn_tail)
-        record = {
-            "kind": "torn_tail",
-            "byte_length": len(tail),
-            "sha256": sha256_hex(tail),
-            "offset": self.verified.size,
-            "detected_at": rfc3339_utc(self._now()),
-        }
-        name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.urandom(4).hex()}-torn-tail.json"
-        replace_atomically(os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
-        replace_atomically(self.paths.ledger, b"", prefix=(self.fd, self.verified.size))
-        self._reopen()
-        self.verified.torn_tail = 0
-        self._save_cache()
-
-    def find_request(self, request_id):
-        """Events already recorded under `request_id` (the request index, kept current here)."""
-        from intent_loop import request_index
-
-        return request_index.find(self, request_id)
-
-    def check_deadline(self):
-        if time.monotonic() >= self.deadline:
-            raise IntentLoopError(ErrorCode.DEADLINE_EXCEEDED, "ran out of time before writing; nothing was changed, retry")
-
-    def append(self, drafts, *, request_id, fingerprint):
-        """Seal and durably append `drafts` (one request); returns the sealed events."""
-        check_request_id(request_id)
-        if not drafts:
-            return []
-        occurred_at = rfc3339_utc(self._now())
-        prev = self.verified.last_hash
-        events, lines = [], []
-        for index, draft in enumerate(drafts):
-            if index == 0:
-                draft.payload = dict(draft.payload, request_fingerprint=fingerprint)
-            event, line = seal(draft, project_id=self.paths.project_id, request_id=request_id,
-                               prev_hash=prev, occurred_at=occurred_at)
-            prev = event["event_hash"]
-            events.append(event)
-            lines.append(line)
-        self.check_deadline()
-        self.lock.heartbeat()
-        first_offset = self.verified.size
-        try:  # the verified prefix is copied inside the kernel, then the new lines follow
-            replace_atomically(self.paths.ledger, b"".join(lines), prefix=(self.fd, first_offset))
-        except IntentLoopError as exc:
-            if exc.code != ErrorCode.DURABILITY_UNCERTAIN:
-                raise
-            self.durability_uncertain = True
-        self._reopen()
-        self._advance(lines, events, first_offset)
-        from intent_loop import request_index
-
-        request_index.record(self, request_id, first_offset, events[-1]["event_hash"])
-        if self.durability_uncertain:
-            raise IntentLoopError(
-                ErrorCode.DURABILITY_UNCERTAIN,
-                "the events were written but the directory sync failed; a retry with the same request id returns them",
-            )
-        return events
-
-    def _advance(self, lines, events, first_offset):
-        offset = first_offset
-        for event, line in zip(events, lines):
-            self.reducer.apply(self.verified.state, event)
-            self.verified.last_line_start = offset
-            offset += len(line)
-        self.verified.size = offset
-        self.verified.count += len(events)
-        self.verified.last_hash = events[-1]["event_hash"]
-        self._save_cache()
-
-    def _save_cache(self):
-        st = paths_mod.check_regular_file(self.paths.ledger)
-        if st is not None:
-            checkpoint.save(self.paths, self.reducer, self.verified, st)
-
-    def replace_ledger(self, new_data, *, expect_count):
-        """Rewrite the whole ledger (deletion, recovery): verify `new_data` fully first."""
-        fresh = _empty(self.reducer)
-        fold_lines(new_data, fresh, self.reducer, project_id=self.paths.project_id)
-        if fresh.count != expect_count or fresh.torn_tail:
-            raise IntentLoopError(ErrorCode.INVALID_EVENT, "the rewritten ledger did not verify; nothing was replaced")
-        self.check_deadline()
-        replace_atomically(self.paths.ledger, new_data)
-        self._reopen()
-        self.index_end = None  # offsets moved: the request index revalidates itself
-        self.verified = fresh
-        self._save_cache()
-
-
-def replace_atomically(path, data, **kwargs):
-    """Lazy proxy: the read path (every hook) never needs the write machinery."""
-    from intent_loop.atomic import replace_atomically as replace
-
-    return replace(path, data, **kwargs)
-
-
-def _remove_orphan_temps(paths):
-    """Remove strictly named temp files that killed writers left (we hold the lock)."""
-    from intent_loop.atomic import is_temp_name_for
-
-    suffix = len(".") + 32 + len(".tmp")
-    for directory in (paths.dir, paths.private_dir, paths.quarantine_dir, paths.cache_dir):
-        try:
-            names = os.listdir(directory)
-        except FileNotFoundError:
-            continue
-        for name in names:
-            target = name[:-suffix]
-            if directory == paths.dir and target != "ledger.jsonl":
-                continue  # the project directory holds no other files we replace
-            if target and is_temp_name_for(name, target):
-                try:
-                    os.unlink(os.path.join(directory, name))
-                except OSError:
-                    pass
-
-
-def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None):
-    """One locked, idempotent mutation.
-
-    `plan(state) -> list[Draft]` decides the events from the verified state. An exact retry
-    (same request id and fingerprint) returns the stored events and appends nothing; the same
-    id with other parameters fails REQUEST_ID_REUSED. Returns (events, replayed).
-    `after_commit(tx, events)` runs while the lock is still held (the Guard file is written there).
-    `resume` is a lock-free read's Verified to continue from (see Transaction).
-    """
-    check_request_id(request_id)
-    fingerprint = request_fingerprint(operation, params)
-    with Transaction(paths, reducer, deadline=deadline, resume=resume) as tx:
-        stored = tx.find_request(request_id)
-        if stored:
-            if stored[0]["payload"].get("request_fingerprint") != fingerprint:
-                raise IntentLoopError(
-                    ErrorCode.REQUEST_ID_REUSED,
-                    f"request id {request_id!r} was already used for a different operation; use a new id",
-                )
-            return stored, True
-        events = tx.append(plan(tx.state), request_id=request_id, fingerprint=fingerprint)
-        if after_commit is not None:
-            after_commit(tx, events)
-        return events, False

@@ -3,7 +3,6 @@ import time
 
 from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 from intent_loop import paths as paths_mod
-from intent_loop.atomic import replace_atomically
 from intent_loop.canonical import canonical_bytes, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
 
@@ -57,6 +56,8 @@ def claim_control(paths, *, session_hash, task_id, now=time.time):
     record = {"schema_version": CONTROL_SCHEMA, "project_id": paths.project_id, "task_id": task_id,
               "host_session_hash": session_hash, "mode": "private", "updated_at": int(now())}
     paths_mod.check_regular_file(control_path(paths, session_hash))
+    from intent_loop.atomic import replace_atomically  # writers only: every hook reads controls
+
     replace_atomically(control_path(paths, session_hash), canonical_bytes(record))
 
 

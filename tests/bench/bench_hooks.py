@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from intent_loop import command_runner, deferred, ledger, tasks  # noqa: E402
+from intent_loop import command_runner, deferred, ledger, tasks, transaction  # noqa: E402
 from intent_loop.hook_handlers import session_hash  # noqa: E402
 from intent_loop.paths import project_paths  # noqa: E402
 
@@ -34,7 +34,7 @@ def seed(data_root, workspace, events):
     request, with Codex's 36-character turn ids (about 800 bytes a line)."""
     paths = project_paths(str(data_root), str(workspace))
     session = session_hash(SESSION)
-    with ledger.Transaction(paths, command_runner.REDUCER, deadline=time.monotonic() + 120) as tx:
+    with transaction.Transaction(paths, command_runner.REDUCER, deadline=time.monotonic() + 120) as tx:
         plan = tasks.Plan(tx.state, now=ledger.rfc3339_utc(time.time()))
         claims = [tasks.user_claim(plan, statement=s, facets=[f], scope="task",
                                    source_ref={"kind": "user_event", "event_id": _turn_id(0)})

@@ -2,7 +2,7 @@
 
     python3 build.py bench-ledger [--rounds N] [--sizes 10,1000,10000]
 
-For each ledger size it measures ONE append (one `ledger.mutate` adding a ~400-byte payload):
+For each ledger size it measures ONE append (one `transaction.mutate` adding a ~400-byte payload):
 as a fresh `python3 -I -S` process (a tiny script that puts lib/ on sys.path and calls mutate,
 what a hook does) and in-process (what a long-lived CLI or MCP process does). The floor
 `python3 -I -S -c pass` is measured in the same interleaved run (baseline, fresh append,
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib"
 sys.path.insert(0, str(LIB))
 
-from intent_loop import ledger  # noqa: E402  (lib/ goes on sys.path first)
+from intent_loop import ledger, transaction  # noqa: E402  (lib/ goes on sys.path first)
 from intent_loop import paths as paths_mod  # noqa: E402
 from intent_loop.atomic import replace_atomically  # noqa: E402
 
@@ -37,10 +37,10 @@ OPERATION = "bench.append"
 APPEND_SCRIPT = """\
 import sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[5]]  # -I leaves the script's own directory off sys.path
-from intent_loop import ledger, paths
+from intent_loop import paths, transaction
 import bench_payload
 p = paths.project_paths(sys.argv[2], sys.argv[3])
-ledger.mutate(p, bench_payload.Counter(), request_id=sys.argv[4], operation="bench.append",
+transaction.mutate(p, bench_payload.Counter(), request_id=sys.argv[4], operation="bench.append",
               params={"n": sys.argv[4]}, plan=lambda s: [bench_payload.draft(sys.argv[4])],
               deadline=time.monotonic() + 10)
 """
@@ -117,7 +117,7 @@ class Ledger:
         replace_atomically(self.paths.ledger, b"".join(lines))
         verified = ledger.load_verified(self.paths, payload_mod.Counter())
         assert verified.count == self.size
-        with ledger.Transaction(self.paths, payload_mod.Counter(), deadline=time.monotonic() + 60) as tx:
+        with transaction.Transaction(self.paths, payload_mod.Counter(), deadline=time.monotonic() + 60) as tx:
             tx.find_request("bench-index-warmup")  # builds cache/requests.idx as earlier writers leave it
         shutil.copy2(self.paths.ledger, self.pristine / "ledger.jsonl")
         for name in CACHE_FILES:
@@ -170,7 +170,7 @@ def measure(rounds, sizes):
                                    str(book.workspace), f"fresh-{counter}", str(work)])
                 book.restore()
                 started = time.perf_counter()
-                events, replayed = ledger.mutate(
+                events, replayed = transaction.mutate(
                     book.paths, bench_payload.Counter(), request_id=f"inproc-{counter}", operation=OPERATION,
                     params={"n": counter}, plan=lambda _s: [bench_payload.draft(str(counter))],
                     deadline=time.monotonic() + 10)

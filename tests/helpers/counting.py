@@ -1,7 +1,7 @@
 """The test reducer and a one-call append, shared by the storage tests and their worker processes."""
 import time
 
-from intent_loop import ledger
+from intent_loop import ledger, transaction
 
 OPERATION = "test.append"
 EVENT_TYPE = "test_appended"
@@ -30,8 +30,8 @@ def drafts_for(value, *, events=1, extra=None):
 
 
 def append_value(paths, reducer, value, *, request_id, timeout=10.0, events=1, extra=None):
-    """One idempotent mutation recording `value`; returns (events, replayed) like ledger.mutate."""
-    return ledger.mutate(
+    """One idempotent mutation recording `value`; returns (events, replayed) like transaction.mutate."""
+    return transaction.mutate(
         paths,
         reducer,
         request_id=request_id,

@@ -10,7 +10,8 @@ from intent_loop.cli.common import (add_json_flag, add_task_option, current_proj
                                     pick_task, show_group_help)
 from intent_loop.command_runner import REDUCER, add_publication, apply_quietly
 from intent_loop.commands import CLAIM_VERBS, build_claim, verb_for_claim
-from intent_loop.ledger import mutate, new_uuid4, rfc3339_utc
+from intent_loop.ledger import new_uuid4, rfc3339_utc
+from intent_loop.transaction import mutate
 
 
 def register(subparsers):

@@ -3,7 +3,7 @@ from intent_loop import guard_contract, provider
 from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, show_group_help
 from intent_loop.command_runner import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import Transaction
+from intent_loop.transaction import Transaction
 
 _FAILED_ACTIONS = ("invalid", "foreign", "error")
 

@@ -1,0 +1,236 @@
+"""Locked mutations of one project's ledger: `Transaction` and the idempotent `mutate`.
+
+The write half of the seed's protocol: take the directory lock, verify from the checkpoint, write
+the complete next ledger to a sibling file, fsync it, rename it into place, fsync the directory,
+release. Sealing, verification and the lock-free read path are in `ledger`.
+"""
+import time
+
+from intent_loop import _os as os  # `os` without its import cost (see _os.py)
+from intent_loop import checkpoint, paths as paths_mod
+from intent_loop.canonical import canonical_bytes, sha256_hex
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.ledger import (check_request_id, empty_verified, fold_lines, open_ledger, read_range,
+                                request_fingerprint, rfc3339_utc, seal, verify_from_checkpoint)
+
+
+class Transaction:
+    """A locked mutation of one project: `with Transaction(paths, reducer, deadline=d) as tx:`.
+
+    Entering takes the project lock, removes residue of killed processes, verifies the ledger
+    from the cached checkpoint and quarantines a torn tail. `append` durably adds events.
+    """
+
+    def __init__(self, paths, reducer, *, deadline, resume=None, _now=time.time):
+        self.paths = paths
+        self.reducer = reducer
+        self.deadline = deadline
+        # A Verified the caller already read without the lock (a hook's read path): used instead
+        # of parsing the cache a second time. Like the cache, it is only a candidate checkpoint,
+        # re-checked against the bytes under the lock, then continued (and updated) in place.
+        self._resume = resume
+        self._now = _now
+        self.lock = None
+        self.fd = None  # the current ledger, open for copying its verified prefix
+        self.verified = None
+        self.durability_uncertain = False
+        self.index_end = None  # how far the request index is known to cover the ledger
+
+    @property
+    def state(self):
+        return self.verified.state
+
+    def __enter__(self):
+        from intent_loop.lock import ProjectLock  # mutations only: reads never lock
+
+        paths_mod.ensure_project_layout(self.paths)
+        self.lock = ProjectLock(self.paths.dir, deadline=self.deadline)
+        self.lock.acquire()
+        try:
+            self._prepare()
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info):
+        self._close()
+        self.lock.release()
+
+    def _close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _reopen(self):
+        self._close()
+        self.fd, _st = open_ledger(self.paths)
+
+    @property
+    def data(self):
+        """The whole verified ledger (deletion and recovery need it; appends never read it)."""
+        return read_range(self.fd, 0, self.verified.size) if self.fd is not None else b""
+
+    def _prepare(self):
+        self.lock.clean_residue()
+        _remove_orphan_temps(self.paths)
+        self.fd, st = open_ledger(self.paths)
+        if self._resume is not None:
+            cached = checkpoint.Cached(self._resume, identity=None)
+        else:
+            cached = checkpoint.load(self.paths, self.reducer)
+        if self.fd is None:
+            self.verified = empty_verified(self.reducer)
+        else:
+            self.verified = verify_from_checkpoint(self.fd, st.st_size, cached, self.reducer,
+                                                   project_id=self.paths.project_id)
+        if self.verified.torn_tail:
+            self._quarantine_torn_tail()
+        self.lock.heartbeat()
+
+    def _quarantine_torn_tail(self):
+        """Summarize the partial last line by length and digest only, then cut it off durably."""
+        tail = read_range(self.fd, self.verified.size, self.verified.size + self.verified.torn_tail)
+        record = {
+            "kind": "torn_tail",
+            "byte_length": len(tail),
+            "sha256": sha256_hex(tail),
+            "offset": self.verified.size,
+            "detected_at": rfc3339_utc(self._now()),
+        }
+        name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.urandom(4).hex()}-torn-tail.json"
+        replace_atomically(os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
+        replace_atomically(self.paths.ledger, b"", prefix=(self.fd, self.verified.size))
+        self._reopen()
+        self.verified.torn_tail = 0
+        self._save_cache()
+
+    def find_request(self, request_id):
+        """Events already recorded under `request_id` (the request index, kept current here)."""
+        from intent_loop import request_index
+
+        return request_index.find(self, request_id)
+
+    def check_deadline(self):
+        if time.monotonic() >= self.deadline:
+            raise IntentLoopError(ErrorCode.DEADLINE_EXCEEDED, "ran out of time before writing; nothing was changed, retry")
+
+    def append(self, drafts, *, request_id, fingerprint):
+        """Seal and durably append `drafts` (one request); returns the sealed events."""
+        check_request_id(request_id)
+        if not drafts:
+            return []
+        occurred_at = rfc3339_utc(self._now())
+        prev = self.verified.last_hash
+        events, lines = [], []
+        for index, draft in enumerate(drafts):
+            if index == 0:
+                draft.payload = dict(draft.payload, request_fingerprint=fingerprint)
+            event, line = seal(draft, project_id=self.paths.project_id, request_id=request_id,
+                               prev_hash=prev, occurred_at=occurred_at)
+            prev = event["event_hash"]
+            events.append(event)
+            lines.append(line)
+        self.check_deadline()
+        self.lock.heartbeat()
+        first_offset = self.verified.size
+        try:  # the verified prefix is copied inside the kernel, then the new lines follow
+            replace_atomically(self.paths.ledger, b"".join(lines), prefix=(self.fd, first_offset))
+        except IntentLoopError as exc:
+            if exc.code != ErrorCode.DURABILITY_UNCERTAIN:
+                raise
+            self.durability_uncertain = True
+        self._reopen()
+        self._advance(lines, events, first_offset)
+        from intent_loop import request_index
+
+        request_index.record(self, request_id, first_offset, events[-1]["event_hash"])
+        if self.durability_uncertain:
+            raise IntentLoopError(
+                ErrorCode.DURABILITY_UNCERTAIN,
+                "the events were written but the directory sync failed; a retry with the same request id returns them",
+            )
+        return events
+
+    def _advance(self, lines, events, first_offset):
+        offset = first_offset
+        for event, line in zip(events, lines):
+            self.reducer.apply(self.verified.state, event)
+            self.verified.last_line_start = offset
+            offset += len(line)
+        self.verified.size = offset
+        self.verified.count += len(events)
+        self.verified.last_hash = events[-1]["event_hash"]
+        self._save_cache()
+
+    def _save_cache(self):
+        st = paths_mod.check_regular_file(self.paths.ledger)
+        if st is not None:
+            checkpoint.save(self.paths, self.reducer, self.verified, st)
+
+    def replace_ledger(self, new_data, *, expect_count):
+        """Rewrite the whole ledger (deletion, recovery): verify `new_data` fully first."""
+        fresh = empty_verified(self.reducer)
+        fold_lines(new_data, fresh, self.reducer, project_id=self.paths.project_id)
+        if fresh.count != expect_count or fresh.torn_tail:
+            raise IntentLoopError(ErrorCode.INVALID_EVENT, "the rewritten ledger did not verify; nothing was replaced")
+        self.check_deadline()
+        replace_atomically(self.paths.ledger, new_data)
+        self._reopen()
+        self.index_end = None  # offsets moved: the request index revalidates itself
+        self.verified = fresh
+        self._save_cache()
+
+
+def replace_atomically(path, data, **kwargs):
+    """Lazy proxy: the read path (every hook) never needs the write machinery."""
+    from intent_loop.atomic import replace_atomically as replace
+
+    return replace(path, data, **kwargs)
+
+
+def _remove_orphan_temps(paths):
+    """Remove strictly named temp files that killed writers left (we hold the lock)."""
+    from intent_loop.atomic import is_temp_name_for
+
+    suffix = len(".") + 32 + len(".tmp")
+    for directory in (paths.dir, paths.private_dir, paths.quarantine_dir, paths.cache_dir):
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            continue
+        for name in names:
+            target = name[:-suffix]
+            if directory == paths.dir and target != "ledger.jsonl":
+                continue  # the project directory holds no other files we replace
+            if target and is_temp_name_for(name, target):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                except OSError:
+                    pass
+
+
+def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None):
+    """One locked, idempotent mutation.
+
+    `plan(state) -> list[Draft]` decides the events from the verified state. An exact retry
+    (same request id and fingerprint) returns the stored events and appends nothing; the same
+    id with other parameters fails REQUEST_ID_REUSED. Returns (events, replayed).
+    `after_commit(tx, events)` runs while the lock is still held (the Guard file is written there).
+    `resume` is a lock-free read's Verified to continue from (see Transaction).
+    """
+    check_request_id(request_id)
+    fingerprint = request_fingerprint(operation, params)
+    with Transaction(paths, reducer, deadline=deadline, resume=resume) as tx:
+        stored = tx.find_request(request_id)
+        if stored:
+            if stored[0]["payload"].get("request_fingerprint") != fingerprint:
+                raise IntentLoopError(
+                    ErrorCode.REQUEST_ID_REUSED,
+                    f"request id {request_id!r} was already used for a different operation; use a new id",
+                )
+            return stored, True
+        events = tx.append(plan(tx.state), request_id=request_id, fingerprint=fingerprint)
+        if after_commit is not None:
+            after_commit(tx, events)
+        return events, False
