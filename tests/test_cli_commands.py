@@ -1,5 +1,6 @@
 """The CLI's report, claim, contract and health commands, in-process through main(argv)."""
 import json
+import time
 import os
 
 import pytest
@@ -359,6 +360,24 @@ def test_doctor_lock_residue_and_other_roots(cli, project, tmp_path):
     other.mkdir(parents=True)
     r = cli.json("doctor", expect=1)
     assert not _checks(r)["other_roots"]["ok"]
+
+
+def test_doctor_fails_on_recent_hook_failures_only_and_names_their_codes(cli, project):
+    _goal(cli)
+    _install_hooks(cli)
+    log = os.path.join(project.data_root, "logs", "hook-failures.jsonl")
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    old = {"at": int(time.time()) - 3 * 86400, "event": "Stop", "where": "handler", "code": "LOCK_TIMEOUT"}
+    with open(log, "w") as fh:
+        fh.write(json.dumps(old) + "\n")
+    assert _checks(json.loads(cli("doctor", "--json")[1]))["hook_failures"]["ok"]
+    recent = {"at": int(time.time()) - 60, "event": "UserPromptSubmit", "where": "after_answer", "code": "WRITE_FAILED"}
+    with open(log, "a") as fh:
+        fh.write(json.dumps(recent) + "\n" + json.dumps(recent) + "\n" + "not json\n")
+    check = _checks(cli.json("doctor", expect=1))["hook_failures"]
+    assert not check["ok"] and check["next_action"]
+    assert check["detail"].startswith("2 in the last 24 h (4 logged in all)")
+    assert "2x WRITE_FAILED at UserPromptSubmit/after_answer" in check["detail"]
 
 
 def test_doctor_without_hooks_fails_with_next_action(cli):

@@ -5,7 +5,7 @@ import time
 
 from intent_loop import lock as lock_mod, provider
 from intent_loop._data_root import ROOT_SUFFIX
-from intent_loop.canonical import canonical_bytes, sha256_hex
+from intent_loop.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
 from intent_loop.command_runner import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -165,6 +165,34 @@ def _quarantine(project_dir):
     return count, size
 
 
+RECENT_FAILURES = 24 * 3600  # older failures are history, not a problem to act on now
+
+
+def _hook_failures_check(log_path, *, now):
+    """Fails on hook failures of the last 24 hours only; names their codes and steps (content-free)."""
+    total, recent = 0, {}
+    try:
+        with open(log_path, "rb") as fh:
+            for line in fh:
+                total += 1
+                try:
+                    record = loads(line)
+                    at = float(record["at"])
+                    key = f"{record.get('code')} at {record.get('event')}/{record.get('where')}"
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if now - at <= RECENT_FAILURES:
+                    recent[key] = recent.get(key, 0) + 1
+    except OSError:
+        pass
+    count = sum(recent.values())
+    detail = f"{count} in the last 24 h ({total} logged in all)"
+    if recent:
+        detail += ": " + ", ".join(f"{n}x {key}" for key, n in sorted(recent.items(), key=lambda kv: -kv[1]))
+    return _check("hook_failures", count == 0, detail, f"read {log_path} (content-free); "
+                  "a failed hook answered continue:true, so Codex went on without intent-loop there")
+
+
 def cmd_doctor(args, console):
     checks = []
     try:
@@ -200,14 +228,7 @@ def cmd_doctor(args, console):
                              "no lock directories left" if not residue else "left: " + ", ".join(residue),
                              "if no intent-loop process runs, the next mutation cleans it; otherwise wait"))
         checks.append(_check("quarantine", True, f"{q_count} files, {q_bytes} bytes"))
-        failures = 0
-        try:
-            with open(os.path.join(root, "logs", "hook-failures.jsonl"), "rb") as fh:
-                failures = sum(1 for _ in fh)
-        except OSError:
-            pass
-        checks.append(_check("hook_failures", failures == 0, f"{failures} hook failures logged",
-                             f"read {os.path.join(root, 'logs', 'hook-failures.jsonl')} (content-free)"))
+        checks.append(_hook_failures_check(os.path.join(root, "logs", "hook-failures.jsonl"), now=time.time()))
         try:
             paths = current_project(console)
             fstate = provider.read_file_state(provider.provider_path(paths.root, console.env), load_state(paths))
