@@ -281,6 +281,37 @@ def test_observation_is_written_after_the_answer_without_holding_codexs_pipes(en
     ledger.verify_all(project_of(env, ws), REDUCER)
 
 
+def test_a_foreign_hold_on_the_pending_lock_neither_keeps_the_hook_nor_loses_the_write(env, ws):
+    """Waiters hold cache/deferred.lock exclusively only for an instant; should anything hold it
+    for long, the hook still exits at once and its detached write still lands (unseen by waiters)."""
+    import fcntl
+
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal pending lock"), env)
+    n = len(events(env, ws))
+    fd = os.open(os.path.join(project_of(env, ws).cache_dir, "deferred.lock"), os.O_RDONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        proc = subprocess.run([os.path.join(DIST, BINARIES["UserPromptSubmit"])], capture_output=True, env=env,
+                              input=json.dumps(prompt_payload(ws, "keep going", turn="t-held")).encode(), timeout=10)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 0 and proc.stdout.startswith(FAIL_OPEN[:-1])
+    give_up = time.monotonic() + 10
+    while len(events(env, ws)) == n and time.monotonic() < give_up:
+        time.sleep(0.01)
+    assert [e["event_type"] for e in events(env, ws)[n:]] == ["source_observed"]
+
+
+def test_a_deleted_cache_is_recreated_so_waiters_still_see_the_detached_write(env, ws):
+    import shutil
+
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal cache gone"), env)
+    n = len(events(env, ws))
+    shutil.rmtree(project_of(env, ws).cache_dir)
+    hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="stop-cache-gone"), env)  # settles
+    assert [e["event_type"] for e in events(env, ws)[n:]][:1] == ["result_signal_observed"]
+
+
 def test_deferred_observation_rechecks_the_session_under_the_lock(env, ws, monkeypatch):
     """Between a prompt's lock-free read and its deferred write the user turned the task off:
     the write re-plans on the locked state and records nothing."""

@@ -93,8 +93,11 @@ def abspath(p):
 
 
 def realpath(p):
-    """Every symbolic link resolved, like os.path.realpath (non-strict: missing parts stay as
-    written, and a link loop stops resolution where it was found)."""
+    """Every symbolic link resolved, like os.path.realpath of Python 3.11 and 3.12 (non-strict:
+    missing parts stay as written, and a link loop stops resolution where it was found; 3.13
+    goes on after a loop, which only matters for paths no working directory can have). Relative
+    paths are joined to the working directory first, which differs from CPython only when a
+    loop is met through relative link names."""
     resolved, _complete = _resolve(p if isabs(p) else join(getcwd(), p), "", {})
     return abspath(resolved)
 

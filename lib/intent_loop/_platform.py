@@ -28,10 +28,14 @@ def try_lock_exclusive(fd):
         return False
 
 
-def lock_shared(fd):
-    """Take a shared kernel lock, waiting out a momentary exclusive holder."""
+def try_lock_shared(fd):
+    """Take a non-blocking shared kernel lock on an open file; False if an exclusive holder has it."""
     fcntl = _fcntl()
-    fcntl.flock(fd, fcntl.LOCK_SH)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def is_kernel_lock_held(fd):

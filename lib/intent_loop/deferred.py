@@ -17,7 +17,8 @@ import time
 import _signal
 
 from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import _platform
+from intent_loop import _platform, paths as paths_mod
+from intent_loop.errors import IntentLoopError
 
 PENDING_FILE = "deferred.lock"
 
@@ -66,16 +67,24 @@ def _detach_stdio():
 
 
 def _hold_pending(paths):
-    """Open `cache/deferred.lock` with a shared flock (None when the cache is not there)."""
-    if not os.path.isdir(paths.cache_dir) or os.path.islink(paths.cache_dir):
-        return None
+    """Open `cache/deferred.lock` with a shared flock, or None: then waiters cannot see this job,
+    which still runs. Bounded: the answer is already out and no timer guards this step, so a
+    foreign exclusive holder (waiters only ever hold it for an instant) must not keep the hook."""
     try:
+        paths_mod.ensure_directory(paths.cache_dir)  # deletable at any time; the job writes it anyway
         fd = os.open(os.path.join(paths.cache_dir, PENDING_FILE),
                      os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except OSError:
+    except (OSError, IntentLoopError):
         return None
-    _platform.lock_shared(fd)
-    return fd
+    try:
+        for _attempt in range(20):
+            if _platform.try_lock_shared(fd):
+                return fd
+            time.sleep(0.001)
+    except OSError:  # no flock here (ENOLCK on some network filesystems)
+        pass
+    os.close(fd)
+    return None
 
 
 def wait_idle(paths, *, timeout):

@@ -3,7 +3,8 @@
 Both operations need the exact typed confirmation (`DELETE TASK <full task id>`, `DELETE CLAIM
 <full claim id>`). Under the project lock the ledger is rewritten without the deleted content, every
 following event is re-chained (new prev_hash/event_hash, same event ids), the new ledger is verified
-in full before it replaces the old one, and then every derived copy is cleared: all of `cache/`,
+in full before it replaces the old one, and then every derived copy is cleared: all of `cache/`
+(but its empty `deferred.lock`),
 quarantine files that name a deleted id or statement or cannot be attributed (torn-tail digests and
 unreadable files), our Guard provider file when it holds that task, and private-session control
 files naming a deleted task. Finally every file under the project directory is scanned for the
@@ -32,6 +33,7 @@ import os
 
 from intent_loop import private, provider
 from intent_loop.canonical import dumps, loads
+from intent_loop.deferred import PENDING_FILE
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.ledger import chain, is_project_present, is_uuid, new_uuid4
 from intent_loop.transaction import Transaction
@@ -187,6 +189,8 @@ def _clear_cache(paths):
         return cleared
     for name in names:
         path = os.path.join(paths.cache_dir, name)
+        if name == PENDING_FILE:
+            continue  # empty, and detached hook writers may hold it (their waiters need it)
         if os.path.isfile(path) or os.path.islink(path):
             os.unlink(path)
             cleared.append({"path": _rel(paths, path), "why": "derived cache"})

@@ -187,13 +187,13 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
 
 
 def _is_still_recording(ctx, state, task_id):
-    """Re-checked under the lock: the session may have been unlinked, or the task turned off or
-    private, between the hook's lock-free read and its deferred write."""
+    """Re-checked under the lock: the task may have been turned off, made private or deleted
+    between the hook's lock-free read and its deferred write. A session that has moved on to
+    another task meanwhile still gets this observation recorded under the task it was made in."""
     from intent_loop.private import read_control
 
     task = state["tasks"].get(task_id)
-    return (state["sessions"].get(ctx.session) == task_id and task is not None and task["mode"] == "on"
-            and read_control(ctx.paths, ctx.session) is None)
+    return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
 
 
 def _run_prompt_commands(payload, runtime, prompt):

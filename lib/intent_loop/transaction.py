@@ -25,9 +25,11 @@ class Transaction:
         self.paths = paths
         self.reducer = reducer
         self.deadline = deadline
-        # A Verified the caller already read without the lock (a hook's read path): used instead
-        # of parsing the cache a second time. Like the cache, it is only a candidate checkpoint,
-        # re-checked against the bytes under the lock, then continued (and updated) in place.
+        # A Verified the caller already read without the lock (a hook's read path), folded by the
+        # same reducer for the same project: used instead of parsing the cache a second time.
+        # Like the cache, it is only a candidate checkpoint, re-checked against the bytes under
+        # the lock, then continued (and updated) in place, so after a failed transaction the
+        # caller must not use it again.
         self._resume = resume
         self._now = _now
         self.lock = None
