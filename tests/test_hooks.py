@@ -312,7 +312,7 @@ def test_a_deleted_cache_is_recreated_so_waiters_still_see_the_detached_write(en
     assert [e["event_type"] for e in events(env, ws)[n:]][:1] == ["result_signal_observed"]
 
 
-def test_deferred_observation_rechecks_the_session_under_the_lock(env, ws, monkeypatch):
+def test_deferred_observation_rechecks_the_task_under_the_lock(env, ws, monkeypatch):
     """Between a prompt's lock-free read and its deferred write the user turned the task off:
     the write re-plans on the locked state and records nothing."""
     from intent_loop import hook_handlers
@@ -330,6 +330,31 @@ def test_deferred_observation_rechecks_the_session_under_the_lock(env, ws, monke
 
     assert len(events(env, ws)) == n
     ledger.verify_all(project_of(env, ws), REDUCER)
+
+
+def test_deferred_observation_stays_with_the_task_it_was_made_in(env, ws, monkeypatch):
+    """The session moved on to a new task before the deferred write ran: the observation is
+    still recorded, under the task that was linked when the prompt was typed."""
+    from intent_loop import hook_handlers
+
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal first task"), env)
+    first = project_state(env, ws)["sessions"]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    runtime = {"env": env, "deadline": time.monotonic() + 10, "executable": None}
+    answer = hook_handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn="t-moved"), runtime)
+    _paths, record = answer["after_answer"]
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: new second task", turn="t-new"), env)
+    n = len(events(env, ws))
+
+    record(time.monotonic() + 10)
+
+    new = events(env, ws)[n:]
+    assert [(e["event_type"], e["task_id"]) for e in new] == [("source_observed", list(first.values())[0])]
+
+
+def project_state(env, ws):
+    return ledger.load_verified(project_of(env, ws), REDUCER).state
 
 
 def test_sigterm_answers_continue(env, ws):
