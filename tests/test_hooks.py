@@ -315,14 +315,8 @@ def test_a_deleted_cache_is_recreated_so_waiters_still_see_the_detached_write(en
 def test_deferred_observation_rechecks_the_task_under_the_lock(env, ws, monkeypatch):
     """Between a prompt's lock-free read and its deferred write the user turned the task off:
     the write re-plans on the locked state and records nothing."""
-    from intent_loop import hook_handlers
-
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal recheck"), env)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    runtime = {"env": env, "deadline": time.monotonic() + 10, "executable": None}
-    answer = hook_handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn="t-late"), runtime)
-    _paths, record = answer["after_answer"]
+    record = _deferred_observation(env, ws, monkeypatch, turn="t-late")
     hook("UserPromptSubmit", prompt_payload(ws, "intent: off", turn="t-off"), env)
     n = len(events(env, ws))
 
@@ -335,15 +329,9 @@ def test_deferred_observation_rechecks_the_task_under_the_lock(env, ws, monkeypa
 def test_deferred_observation_stays_with_the_task_it_was_made_in(env, ws, monkeypatch):
     """The session moved on to a new task before the deferred write ran: the observation is
     still recorded, under the task that was linked when the prompt was typed."""
-    from intent_loop import hook_handlers
-
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal first task"), env)
     first = project_state(env, ws)["sessions"]
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    runtime = {"env": env, "deadline": time.monotonic() + 10, "executable": None}
-    answer = hook_handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn="t-moved"), runtime)
-    _paths, record = answer["after_answer"]
+    record = _deferred_observation(env, ws, monkeypatch, turn="t-moved")
     hook("UserPromptSubmit", prompt_payload(ws, "intent: new second task", turn="t-new"), env)
     n = len(events(env, ws))
 
@@ -351,6 +339,18 @@ def test_deferred_observation_stays_with_the_task_it_was_made_in(env, ws, monkey
 
     new = events(env, ws)[n:]
     assert [(e["event_type"], e["task_id"]) for e in new] == [("source_observed", list(first.values())[0])]
+
+
+def _deferred_observation(env, ws, monkeypatch, *, turn):
+    """Run the prompt handler in-process up to its answer; return the write it leaves for later."""
+    from intent_loop import hook_handlers
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    runtime = {"env": env, "deadline": time.monotonic() + 10, "executable": None}
+    answer = hook_handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn=turn), runtime)
+    _paths, record = answer["after_answer"]
+    return record
 
 
 def project_state(env, ws):

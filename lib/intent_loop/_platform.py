@@ -20,19 +20,18 @@ def _fcntl():
 
 def try_lock_exclusive(fd):
     """Take a non-blocking exclusive kernel lock on an open file; False if another holds it."""
-    fcntl = _fcntl()
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
+    return _try_flock(fd, "LOCK_EX")
 
 
 def try_lock_shared(fd):
     """Take a non-blocking shared kernel lock on an open file; False if an exclusive holder has it."""
+    return _try_flock(fd, "LOCK_SH")
+
+
+def _try_flock(fd, kind):
     fcntl = _fcntl()
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, getattr(fcntl, kind) | fcntl.LOCK_NB)
         return True
     except BlockingIOError:
         return False
