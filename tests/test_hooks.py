@@ -236,14 +236,23 @@ print("released", flush=True)
 """
 
 
+def _hold_project_lock(env, ws, *, seconds):
+    """Another process holding the project lock for `seconds`; returns once it holds it."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, os.path.join(REPO, "lib"), env["INTENT_LOOP_DATA_DIR"],
+                               ws, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    if holder.stdout.readline().strip() != b"locked":
+        holder.kill()
+        _out, err = holder.communicate(timeout=20)
+        raise AssertionError(f"the lock holder did not start: {err[-500:]!r}")
+    return holder
+
+
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
 def test_held_lock_fails_open_within_deadline(event, env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal lock test"), env)
     n = len(events(env, ws))
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, os.path.join(REPO, "lib"), env["INTENT_LOOP_DATA_DIR"],
-                               ws, "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    holder = _hold_project_lock(env, ws, seconds=4)
     try:
-        assert holder.stdout.readline().strip() == b"locked"
         if event == "Stop":
             payload = fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="stop-lock")
         else:
@@ -261,10 +270,8 @@ def test_observation_is_written_after_the_answer_without_holding_codexs_pipes(en
     to EOF), and lands once the lock is free."""
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal deferred write"), env)
     n = len(events(env, ws))
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, os.path.join(REPO, "lib"), env["INTENT_LOOP_DATA_DIR"],
-                               ws, "1.0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    holder = _hold_project_lock(env, ws, seconds=1.0)
     try:
-        assert holder.stdout.readline().strip() == b"locked"
         proc = subprocess.Popen([os.path.join(DIST, BINARIES["UserPromptSubmit"])], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         out, _err = proc.communicate(json.dumps(prompt_payload(ws, "keep going", turn="t-deferred")).encode(),
