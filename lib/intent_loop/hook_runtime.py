@@ -138,6 +138,10 @@ def serve(event_name, handler):
     is lost by it: the answer left through os.write, every file written was closed (and synced
     where durability matters) before the handler returned, and the lock was released.
     """
+    if "INTENT_LOOP_EXTRACTING" in os.environ:  # only the first run after shiv extracted the runtime
+        from intent_loop.runtime_cache import finish_extraction
+
+        finish_extraction()
     run_hook(event_name, handler, detach=True)
     os._exit(0)
 
