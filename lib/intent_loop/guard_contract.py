@@ -88,11 +88,15 @@ def _text_error(value):
     return None
 
 
-def _check_text(value, path, errors):
-    problem = _text_error(value)
+def _report(problem, path, errors):
+    """Record `problem` (None when there is none) at `path`; True when the value passed."""
     if problem:
         errors.append(f"{path}: {problem}")
     return problem is None
+
+
+def _check_text(value, path, errors):
+    return _report(_text_error(value), path, errors)
 
 
 def _check_text_list(value, path, errors, *, min_items=0, rules=False):
@@ -306,9 +310,7 @@ def _offset_error(text, position):
 
 
 def _check_updated_at(value, path, errors):
-    problem = rfc3339_error(value)
-    if problem:
-        errors.append(f"{path}: {problem}")
+    return _report(rfc3339_error(value), path, errors)
 
 
 def _detect_kind(value):
