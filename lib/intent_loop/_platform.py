@@ -4,6 +4,7 @@ Linux and macOS are supported. Windows would need msvcrt locking and its own dir
 story; keeping every such call here is what lets that port stay one module.
 """
 import sys
+import time
 
 from intent_loop import _os as os  # `os` without its import cost (see _os.py)
 
@@ -18,23 +19,20 @@ def _fcntl():
     return fcntl
 
 
-def try_lock_exclusive(fd):
-    """Take a non-blocking exclusive kernel lock on an open file; False if another holds it."""
-    return _try_flock(fd, "LOCK_EX")
-
-
-def try_lock_shared(fd):
-    """Take a non-blocking shared kernel lock on an open file; False if an exclusive holder has it."""
-    return _try_flock(fd, "LOCK_SH")
-
-
-def _try_flock(fd, kind):
+def wait_for_lock(fd, *, until, pause, shared=False):
+    """Take a kernel lock on an open file (exclusive, or `shared`), trying again every `pause`
+    seconds; False once the monotonic time `until` has passed without it. Never blocks in the
+    kernel, so a holder that never lets go cannot outlast the caller's deadline."""
     fcntl = _fcntl()
-    try:
-        fcntl.flock(fd, getattr(fcntl, kind) | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
+    kind = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+    while True:
+        try:
+            fcntl.flock(fd, kind)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= until:
+                return False
+            time.sleep(pause)
 
 
 def is_kernel_lock_held(fd):

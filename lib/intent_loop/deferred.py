@@ -77,10 +77,8 @@ def _hold_pending(paths):
     except (OSError, IntentLoopError):
         return None
     try:
-        for _attempt in range(20):
-            if _platform.try_lock_shared(fd):
-                return fd
-            time.sleep(0.001)
+        if _platform.wait_for_lock(fd, shared=True, until=time.monotonic() + 0.02, pause=0.001):
+            return fd
     except OSError:  # no flock here (ENOLCK on some network filesystems)
         pass
     os.close(fd)
@@ -95,11 +93,6 @@ def wait_idle(paths, *, timeout):
     except OSError:
         return True  # no detached work was ever started here (or the cache was deleted)
     try:
-        give_up = time.monotonic() + timeout
-        while not _platform.try_lock_exclusive(fd):
-            if time.monotonic() >= give_up:
-                return False
-            time.sleep(0.002)
-        return True
+        return _platform.wait_for_lock(fd, until=time.monotonic() + timeout, pause=0.002)
     finally:
         os.close(fd)

@@ -108,10 +108,8 @@ class ProjectLock:
         self._owner_fd = fd  # from here on _abandon closes it, whatever fails next
         # A holder cleaning residue may probe this fresh file with a brief shared lock between
         # our open and our flock; wait that out instead of failing.
-        while not _platform.try_lock_exclusive(fd):
-            if time.monotonic() >= self.deadline:
-                raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "could not lock a fresh owner record before the deadline")
-            time.sleep(0.0005)
+        if not _platform.wait_for_lock(fd, until=self.deadline, pause=0.0005):
+            raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "could not lock a fresh owner record before the deadline")
         record = {
             "pid": os.getpid(),
             "token": self.token,
@@ -225,11 +223,9 @@ class _Gate:
 
     def __enter__(self):
         self.fd = os.open(self.project_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        while not _platform.try_lock_exclusive(self.fd):
-            if time.monotonic() >= self.deadline:
-                os.close(self.fd)
-                raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "the project lock gate stayed busy until the deadline; retry")
-            time.sleep(0.0005)
+        if not _platform.wait_for_lock(self.fd, until=self.deadline, pause=0.0005):
+            os.close(self.fd)
+            raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "the project lock gate stayed busy until the deadline; retry")
         return self
 
     def __exit__(self, *exc_info):
