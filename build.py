@@ -108,7 +108,7 @@ BINARIES = {
     "intent-loop-session-start": ("hooks.session_start", "main", True),
     "intent-loop-user-prompt": ("hooks.user_prompt", "main", True),
     "intent-loop-stop": ("hooks.stop", "main", True),
-    "intent-loop": ("intent_loop.cli", "run", False),
+    "intent-loop": ("intent_loop.cli.main", "run", False),
 }
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one commit are byte-identical
 
@@ -225,23 +225,23 @@ def _sh_double_quoted(text):
 def _embedded_data_root_source():
     import ast
 
-    source = (ROOT / "lib" / "intent_loop" / "_data_root.py").read_text()
+    source = (ROOT / "lib" / "intent_loop" / "storage" / "data_root.py").read_text()
     tree = ast.parse(source)
     for node in ast.walk(tree):  # drop docstrings: they only lengthen the launcher
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             node.body = body[1:] or [ast.Pass()]
-    # the library reads `os` through intent_loop._os; the launcher runs before intent_loop is
+    # the library reads `os` through intent_loop.storage.fast_os; the launcher runs before intent_loop is
     # importable and has the real `os` already, which the same calls behave identically on
-    tree.body = [ast.Import(names=[ast.alias("os")]) if _is_os_alias(node) else node for node in tree.body]
+    tree.body = [ast.Import(names=[ast.alias("os", "fast_os")]) if _is_os_alias(node) else node for node in tree.body]
     return ast.unparse(tree)
 
 
 def _is_os_alias(node):
     import ast
 
-    return (isinstance(node, ast.ImportFrom) and node.module == "intent_loop"
-            and [(a.name, a.asname) for a in node.names] == [("_os", "os")])
+    return (isinstance(node, ast.ImportFrom) and node.module == "intent_loop.storage"
+            and [(a.name, a.asname) for a in node.names] == [("fast_os", None)])
 
 
 def stage_site_packages(stage):

@@ -1,1 +1,1 @@
-"""Codex hook entrypoints: each is a few lines handing its event to intent_loop.hook_runtime."""
+"""Codex hook entrypoints: each is a few lines handing its event to intent_loop.hook.runtime."""

@@ -1,6 +1,6 @@
 """Codex SessionStart hook: answers fail-open with the user's recorded intent where there is some."""
-from intent_loop.hook_handlers import session_start
-from intent_loop.hook_runtime import serve
+from intent_loop.hook.handlers import session_start
+from intent_loop.hook.runtime import serve
 
 
 def main():

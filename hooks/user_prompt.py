@@ -1,6 +1,6 @@
 """Codex UserPromptSubmit hook: answers fail-open with the user's recorded intent where there is some."""
-from intent_loop.hook_handlers import user_prompt_submit
-from intent_loop.hook_runtime import serve
+from intent_loop.hook.handlers import user_prompt_submit
+from intent_loop.hook.runtime import serve
 
 
 def main():

@@ -5,7 +5,7 @@ import pwd
 
 import pytest
 
-from intent_loop import paths as paths_mod
+from intent_loop.storage import paths as paths_mod
 from tests.helpers.counting import CountingReducer
 
 # Computed at import, before any fixture replaces HOME: the directories no test may ever touch.

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from intent_loop import canonical
+from intent_loop.storage import canonical
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 

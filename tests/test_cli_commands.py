@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from intent_loop.hook_handlers import session_hash
-from intent_loop.ledger import Draft
-from intent_loop.transaction import Transaction
-from intent_loop.command_runner import REDUCER
+from intent_loop.storage.paths import session_hash
+from intent_loop.storage.ledger import Draft
+from intent_loop.storage.transaction import Transaction
+from intent_loop.ops.apply_commands import REDUCER
 from helpers.cli_runner import make_cli
 
 
@@ -87,9 +87,9 @@ def test_modes_off_private_on(cli):
 
 def test_candidates(cli, project):
     # three distinct tasks carrying the same statement produce a candidate
-    from intent_loop import tasks as tasks_mod
-    from intent_loop.ledger import rfc3339_utc
-    from intent_loop.transaction import mutate
+    from intent_loop.intent import tasks as tasks_mod
+    from intent_loop.storage.ledger import rfc3339_utc
+    from intent_loop.storage.transaction import mutate
     import time
 
     for n in range(3):

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intent_loop import commands
-from intent_loop.commands import (
+from intent_loop.intent import prompt_commands
+from intent_loop.intent.prompt_commands import (
     CLAIM_VERBS, HELP_TEXT, MANAGE_VERBS, Command, Rejection, build_claim, has_command, parse_prompt,
     split_prefix, split_sources, verb_for_claim,
 )
@@ -33,8 +33,8 @@ def _stub_redact_module():
 
 
 def _stub_rules_module():
-    """Stands in for intent_loop.rules only while that sibling module has not landed."""
-    module = types.ModuleType("intent_loop.rules")
+    """Stands in for intent_loop.intent.rule_grammar only while that sibling module has not landed."""
+    module = types.ModuleType("intent_loop.intent.rule_grammar")
     module.EVIDENCE_SOURCES = ("file", "command", "test", "api", "database", "real_page", "release", "user")
     actions = ("read", "write", "write_workspace", "delete", "destructive", "install_local", "network",
                "publish", "external", "external_side_effect", "unknown")
@@ -59,7 +59,7 @@ def _stub_rules_module():
 def sibling_modules():
     """Use the real redact/rules modules; fall back to stubs only when one is not written yet."""
     with pytest.MonkeyPatch.context() as patch:
-        for name, make_stub in (("intent_loop.redact", _stub_redact_module), ("intent_loop.rules", _stub_rules_module)):
+        for name, make_stub in (("intent_loop.redact", _stub_redact_module), ("intent_loop.intent.rule_grammar", _stub_rules_module)):
             try:
                 importlib.import_module(name)
             except ImportError:
@@ -264,7 +264,7 @@ def test_parse_line(line, expected):
 
 
 @pytest.mark.parametrize(("verb", "prefix"), list(itertools.product(
-    ("goal", "prefer", "tradeoff", "always"), commands.RESERVED_PREFIXES)))
+    ("goal", "prefer", "tradeoff", "always"), prompt_commands.RESERVED_PREFIXES)))
 def test_reserved_prefix_rejected_on_unprefixed_verbs(verb, prefix):
     [entry] = parse_prompt(f"intent: {verb}   {prefix}: some text")
     assert (entry.code, entry.verb) == (ErrorCode.RESERVED_PREFIX, verb)
@@ -273,7 +273,7 @@ def test_reserved_prefix_rejected_on_unprefixed_verbs(verb, prefix):
 
 
 def test_reserved_prefixes_are_the_issue_list():
-    assert commands.RESERVED_PREFIXES == (
+    assert prompt_commands.RESERVED_PREFIXES == (
         "object", "surface", "scope include", "scope exclude", "must", "must not", "allow", "ask", "forbid",
         "done when")
 
@@ -472,7 +472,7 @@ def test_verb_tables_follow_the_issue_order():
 
 def test_import_and_parse_stay_off_costly_modules():
     statements = (
-        "from intent_loop.commands import has_command, parse_prompt\n"
+        "from intent_loop.intent.prompt_commands import has_command, parse_prompt\n"
         "assert not has_command('plain prose: nothing here')\n"
         "parse_prompt('intent: gaols x\\nintent: show\\nintent: drop 1a2b')"
     )

@@ -4,12 +4,18 @@ import time
 
 import pytest
 
-from intent_loop import deletion, private, provider, tasks
-from intent_loop.canonical import canonical_bytes, dumps
-from intent_loop.command_runner import REDUCER, refresh_quietly
+from intent_loop.ops import deletion
+
+from intent_loop.intent import private_mode
+
+from intent_loop.guard import provider
+
+from intent_loop.intent import tasks
+from intent_loop.storage.canonical import canonical_bytes, dumps
+from intent_loop.ops.apply_commands import REDUCER, refresh_quietly
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import load_verified, new_uuid4, rfc3339_utc, verify_all
-from intent_loop.transaction import mutate
+from intent_loop.storage.ledger import load_verified, new_uuid4, rfc3339_utc, verify_all
+from intent_loop.storage.transaction import mutate
 from helpers.cli_runner import make_cli
 
 
@@ -113,7 +119,7 @@ def test_delete_task_rechains_clears_and_scans_clean(cli, project):
     cli.json("claim", "add", "must", "never", "mention", "project", "falcon")  # newest task: task_id
     guard = provider.provider_path(cli.workspace, cli.env)
     assert provider.read_file_state(guard, load_verified(project, REDUCER).state)["task_id"] == task_id
-    private.claim_control(project, session_hash="b" * 64, task_id=task_id)
+    private_mode.claim_control(project, session_hash="b" * 64, task_id=task_id)
     # a later event of the other task, so the deletion has following events to re-chain
     mutate(project, REDUCER, request_id="test:link", operation="test.link", params={}, deadline=_deadline(),
            plan=lambda st: _link(st, keep_task))
@@ -153,7 +159,7 @@ def test_delete_task_rechains_clears_and_scans_clean(cli, project):
     assert "quarantine/20260101T000001Z-bb-suffix.manifest.json" in cleared
     assert os.path.exists(os.path.join(q, "20260101T000002Z-cc-suffix.jsonl"))
     assert "private-sessions/" + "b" * 64 + ".json" in cleared
-    assert not os.path.exists(private.control_path(project, "b" * 64))
+    assert not os.path.exists(private_mode.control_path(project, "b" * 64))
     assert "cache/seen-" + "c" * 64 + ".json" in cleared
     # the cache rebuilds to exactly the state of a full verification
     rebuilt = load_verified(project, REDUCER)

@@ -8,13 +8,19 @@ import time
 
 import pytest
 
-from intent_loop import claims as claims_mod
-from intent_loop import command_runner, commands, ledger, private, tasks, transaction, views
-from intent_loop.canonical import canonical_bytes
+from intent_loop.intent import claims as claims_mod
+from intent_loop.ops import apply_commands
+from intent_loop.intent import prompt_commands
+from intent_loop.storage import ledger
+from intent_loop.intent import private_mode
+from intent_loop.intent import tasks
+from intent_loop.storage import transaction
+from intent_loop.intent import views
+from intent_loop.storage.canonical import canonical_bytes
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.hook_handlers import session_hash
-from intent_loop.lock import ProjectLock
-from intent_loop.state import ProjectReducer
+from intent_loop.storage.paths import session_hash
+from intent_loop.storage.lock import ProjectLock
+from intent_loop.intent.state import ProjectReducer
 
 REDUCER = ProjectReducer()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,8 +46,8 @@ def rid(prefix="r"):
 
 
 def run(project, workspace, prompt, *, session=SESSION, request_id=None, turn="turn-1"):
-    return command_runner.run_commands(
-        project, commands=commands.parse_prompt(prompt), session_hash=session,
+    return apply_commands.run_commands(
+        project, commands=prompt_commands.parse_prompt(prompt), session_hash=session,
         source_ref={"kind": "user_event", "event_id": turn}, request_id=request_id or rid("prompt"),
         deadline=deadline(), workspace=workspace, env={})
 
@@ -359,7 +365,7 @@ def test_private_mode_leaves_no_semantic_bytes(project, workspace):
     assert private_task["task_id"] != first_task
     assert private_task["mode"] == "private" and private_task["claims"] == {}
     assert private_task.get("label") is None
-    control = private.read_control(project, SESSION)
+    control = private_mode.read_control(project, SESSION)
     assert control is not None and control["task_id"] == private_task["task_id"]
     assert sorted(os.listdir(project.private_dir)) == [SESSION + ".json"]
     new_events = ledger.verify_all(project, REDUCER).count - before
@@ -370,17 +376,17 @@ def test_private_mode_leaves_no_semantic_bytes(project, workspace):
                                       f"intent: prefer {secrets[2]}")
     assert not receipt.rejected
     assert len(receipt.lines) == 3 and all("acknowledged, not recorded" in line for line in receipt.lines)
-    assert receipt.notice == command_runner.PRIVATE_NOTICE
+    assert receipt.notice == apply_commands.PRIVATE_NOTICE
     assert ledger_count(project) == count
     # the hook context is only the fixed notice
-    _tid, text = command_runner.session_context(state_of(project), project, SESSION)
-    assert text == command_runner.PRIVATE_NOTICE
+    _tid, text = apply_commands.session_context(state_of(project), project, SESSION)
+    assert text == apply_commands.PRIVATE_NOTICE
     assert _scan(project.data_root, secrets) == []
     assert _scan(workspace, secrets) == []
     # `intent: on` removes the control file
     receipt = run(project, workspace, "intent: on")
     assert not receipt.rejected, receipt.rejected
-    assert private.read_control(project, SESSION) is None
+    assert private_mode.read_control(project, SESSION) is None
     assert os.listdir(project.private_dir) == []
     assert linked(project)["mode"] == "on"
     assert _scan(project.data_root, secrets) == []
@@ -391,34 +397,35 @@ def test_private_on_empty_task_sets_mode(project, workspace):
     task_id = linked(project)["task_id"]
     run(project, workspace, "intent: private")
     assert linked(project)["task_id"] == task_id and linked(project)["mode"] == "private"
-    assert private.read_control(project, SESSION)["task_id"] == task_id
+    assert private_mode.read_control(project, SESSION)["task_id"] == task_id
 
 
 def test_private_control_cas_sequential(project):
-    from intent_loop.paths import ensure_project_layout
+    from intent_loop.storage.paths import ensure_project_layout
 
     ensure_project_layout(project)
     t1 = tasks.derived_task_id(project.project_id, "t1")
     t2 = tasks.derived_task_id(project.project_id, "t2")
     a, b = session_hash("A"), session_hash("B")
     with ProjectLock(project.dir, deadline=deadline()):
-        private.claim_control(project, session_hash=a, task_id=t1)
-        private.claim_control(project, session_hash=a, task_id=t1)  # idempotent for the owner
-        expect_code(ErrorCode.PRIVATE_CONFLICT, private.claim_control, project, session_hash=b, task_id=t1)
-        expect_code(ErrorCode.PRIVATE_CONFLICT, private.claim_control, project, session_hash=a, task_id=t2)
-        expect_code(ErrorCode.PRIVATE_CONFLICT, private.release_control, project, session_hash=a, task_id=t2)
-        assert private.release_control(project, session_hash=a, task_id=t1)
-        private.claim_control(project, session_hash=b, task_id=t1)
-    assert private.read_control(project, b)["task_id"] == t1
-    assert private.read_control(project, a) is None
+        private_mode.claim_control(project, session_hash=a, task_id=t1)
+        private_mode.claim_control(project, session_hash=a, task_id=t1)  # idempotent for the owner
+        expect_code(ErrorCode.PRIVATE_CONFLICT, private_mode.claim_control, project, session_hash=b, task_id=t1)
+        expect_code(ErrorCode.PRIVATE_CONFLICT, private_mode.claim_control, project, session_hash=a, task_id=t2)
+        expect_code(ErrorCode.PRIVATE_CONFLICT, private_mode.release_control, project, session_hash=a, task_id=t2)
+        assert private_mode.release_control(project, session_hash=a, task_id=t1)
+        private_mode.claim_control(project, session_hash=b, task_id=t1)
+    assert private_mode.read_control(project, b)["task_id"] == t1
+    assert private_mode.read_control(project, a) is None
 
 
 _CAS_SCRIPT = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from intent_loop import paths, private
+from intent_loop.storage import paths
+from intent_loop.intent import private_mode
 from intent_loop.errors import IntentLoopError
-from intent_loop.lock import ProjectLock
+from intent_loop.storage.lock import ProjectLock
 p = paths.project_paths(sys.argv[2], sys.argv[3])
 paths.ensure_project_layout(p)
 go = float(sys.argv[6])
@@ -426,7 +433,7 @@ while time.time() < go:
     time.sleep(0.001)
 try:
     with ProjectLock(p.dir, deadline=time.monotonic() + 20):
-        private.claim_control(p, session_hash=sys.argv[4], task_id=sys.argv[5])
+        private_mode.claim_control(p, session_hash=sys.argv[4], task_id=sys.argv[5])
         time.sleep(0.2)
     print("ok")
 except IntentLoopError as exc:
@@ -448,7 +455,7 @@ def test_private_control_cas_two_processes(project, workspace, tmp_path):
         assert proc.returncode == 0, err
         outs.append(out.decode().strip())
     assert sorted(outs) == ["PRIVATE_CONFLICT", "ok"], outs
-    assert len(private.controls_for_task(project, task_id)) == 1
+    assert len(private_mode.controls_for_task(project, task_id)) == 1
 
 
 # -- long-term promotion ---------------------------------------------------------------------------

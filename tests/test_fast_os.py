@@ -1,4 +1,4 @@
-"""intent_loop._os must behave exactly like `os`/`posixpath` for every call the hook path makes:
+"""intent_loop.storage.fast_os must behave exactly like `os`/`posixpath` for every call the hook path makes:
 project ids are hashes of `realpath`, so one differing path would split a project in two."""
 import os
 import posixpath
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intent_loop import _os
+from intent_loop.storage import fast_os
 from helpers.imports import costly_modules_loaded
 
 COMPONENTS = ["a", "b", "c", ".", "..", "", "rel", "abs", "chain", "dangling", "loop1", "self", "up", "dotdot"]
@@ -27,7 +27,7 @@ def tree(tmp_path_factory):
         "dangling": "no/such/place", "loop1": "loop2", "loop2": "loop1", "self": "self", "a/up": "..",
         "a/b/dotdot": "../../..", "a/b/abs": "/", "b/chain": "../chain",
     }
-    if sys.version_info >= (3, 13):  # 3.13 changed what realpath does after a loop (see _os.realpath)
+    if sys.version_info >= (3, 13):  # 3.13 changed what realpath does after a loop (see fast_os.realpath)
         for loop in ("loop1", "loop2", "self"):
             del links[loop]
     for link, target in links.items():
@@ -39,45 +39,45 @@ def tree(tmp_path_factory):
 @given(relative_paths)
 def test_realpath_matches_posixpath_through_links_loops_and_dotdot(tree, rest):
     for path in (posixpath.join(tree, rest), tree + "//" + rest, tree + "/./" + rest + "/"):
-        assert _os.realpath(path) == posixpath.realpath(path), path
+        assert fast_os.realpath(path) == posixpath.realpath(path), path
 
 
 def test_realpath_of_relative_paths_without_loops_uses_the_working_directory(tree, monkeypatch):
     monkeypatch.chdir(os.path.join(tree, "a"))
     for path in ("", ".", "..", "b/../rel", "up/abs", "../chain/x", "../../.."):
-        assert _os.realpath(path) == posixpath.realpath(path), path
+        assert fast_os.realpath(path) == posixpath.realpath(path), path
 
 
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(["a", "bb", ".", "..", "", "/", "//", "///"]), max_size=8).map("".join))
 def test_lexical_helpers_match_posixpath(path):
-    assert _os.normpath(path) == posixpath.normpath(path)
-    assert _os.split(path) == posixpath.split(path)
-    assert _os.dirname(path) == posixpath.dirname(path)
-    assert _os.basename(path) == posixpath.basename(path)
-    assert _os.isabs(path) == posixpath.isabs(path)
-    assert _os.abspath(path) == posixpath.abspath(path)
-    assert _os.join(path, "x", path) == posixpath.join(path, "x", path)
-    assert _os.join("base", path) == posixpath.join("base", path)
+    assert fast_os.normpath(path) == posixpath.normpath(path)
+    assert fast_os.split(path) == posixpath.split(path)
+    assert fast_os.dirname(path) == posixpath.dirname(path)
+    assert fast_os.basename(path) == posixpath.basename(path)
+    assert fast_os.isabs(path) == posixpath.isabs(path)
+    assert fast_os.abspath(path) == posixpath.abspath(path)
+    assert fast_os.join(path, "x", path) == posixpath.join(path, "x", path)
+    assert fast_os.join("base", path) == posixpath.join("base", path)
 
 
 def test_file_predicates_match_os_path(tree):
     for name in ("a", "rel", "dangling", "self", "missing", "a/b/c"):
         path = os.path.join(tree, name)
-        assert (_os.exists(path), _os.isdir(path), _os.islink(path)) == \
+        assert (fast_os.exists(path), fast_os.isdir(path), fast_os.islink(path)) == \
             (os.path.exists(path), os.path.isdir(path), os.path.islink(path)), name
-    assert _os.path.isdir is _os.isdir and _os.path.join("a", "b") == "a/b"
+    assert fast_os.path.isdir is fast_os.isdir and fast_os.path.join("a", "b") == "a/b"
 
 
 def test_makedirs_gives_the_mode_to_the_last_directory_only(tmp_path):
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
-    _os.makedirs(str(ours / "x" / "y"), 0o700, exist_ok=True)
+    fast_os.makedirs(str(ours / "x" / "y"), 0o700, exist_ok=True)
     os.makedirs(str(theirs / "x" / "y"), 0o700, exist_ok=True)
     for sub in ("x", "x/y"):
         assert stat.S_IMODE(os.stat(ours / sub).st_mode) == stat.S_IMODE(os.stat(theirs / sub).st_mode)
-    _os.makedirs(str(ours / "x" / "y"), 0o700, exist_ok=True)
+    fast_os.makedirs(str(ours / "x" / "y"), 0o700, exist_ok=True)
     with pytest.raises(FileExistsError):
-        _os.makedirs(str(ours / "x"), 0o700)
+        fast_os.makedirs(str(ours / "x"), 0o700)
 
 
 def test_environ_is_os_environ_decoded_the_same_way(tmp_path):
@@ -85,9 +85,9 @@ def test_environ_is_os_environ_decoded_the_same_way(tmp_path):
     import subprocess
 
     env = {b"PATH": os.environb.get(b"PATH", b""), b"PLAIN": b"x", b"UNICODE": "caf\u00e9".encode(), b"RAW": b"\xff\xfe"}
-    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from intent_loop import _os; "
-            "print(_os.environ == dict(os.environ) and _os.environ['RAW'] == os.environ['RAW'])")
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, os.path.dirname(os.path.dirname(_os.__file__))],
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from intent_loop.storage import fast_os; "
+            "print(fast_os.environ == dict(os.environ) and fast_os.environ['RAW'] == os.environ['RAW'])")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, os.path.dirname(os.path.dirname(os.path.dirname(fast_os.__file__)))],
                           env=env, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "True", done.stderr
 
@@ -96,7 +96,7 @@ def test_the_hook_path_never_imports_os():
     """The point of the module: no hook entry point (or what a hook run loads) pulls in `os`."""
     loaded = costly_modules_loaded(
         "import hooks.session_start, hooks.user_prompt, hooks.stop\n"
-        "import intent_loop.ledger, intent_loop.lock, intent_loop.atomic, intent_loop.request_index\n"
-        "import intent_loop.command_runner, intent_loop.provider, intent_loop.private, intent_loop.session_view",
+        "import intent_loop.storage.ledger, intent_loop.storage.lock, intent_loop.storage.atomic, intent_loop.storage.request_index\n"
+        "import intent_loop.ops.apply_commands, intent_loop.guard.provider, intent_loop.intent.private_mode, intent_loop.intent.session_view",
         ("os", "posixpath", "_collections_abc"))
     assert loaded == []

@@ -5,11 +5,13 @@ import time
 
 import pytest
 
-from intent_loop import graph, provider
-from intent_loop.command_runner import REDUCER
+from intent_loop.ops import graph
+
+from intent_loop.guard import provider
+from intent_loop.ops.apply_commands import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import load_verified, verify_all
-from intent_loop.state import is_hook_visible
+from intent_loop.storage.ledger import load_verified, verify_all
+from intent_loop.intent.state import is_hook_visible
 from helpers.cli_runner import make_cli
 
 

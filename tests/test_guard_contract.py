@@ -6,9 +6,9 @@ import json
 import pytest
 
 from helpers.imports import costly_modules_loaded
-from intent_loop.canonical import loads
+from intent_loop.storage.canonical import loads
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.guard_contract import (
+from intent_loop.guard.acceptance import (
     MAX_DOCUMENT_BYTES,
     build_document,
     format_updated_at,
@@ -497,4 +497,4 @@ def test_format_updated_at_out_of_range(epoch):
 
 def test_guard_contract_imports_nothing_heavy():
     costly = ("re", "json", "typing", "dataclasses", "enum", "datetime", "hashlib")
-    assert costly_modules_loaded("import intent_loop.guard_contract", costly) == []
+    assert costly_modules_loaded("import intent_loop.guard.acceptance", costly) == []

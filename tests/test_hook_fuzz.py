@@ -1,4 +1,4 @@
-"""Hostile and malformed hook payloads: >= 2,000 per binary in-process through hook_runtime.run_hook,
+"""Hostile and malformed hook payloads: >= 2,000 per binary in-process through runtime.run_hook,
 plus ~100 real binary runs per binary sampled from the same generator. Every run answers exactly
 one valid JSON object with only Codex's keys, and the ledger still verifies afterwards."""
 import json
@@ -10,9 +10,15 @@ import tempfile
 
 import pytest
 
-from intent_loop import hook_handlers, hook_runtime, ledger, paths as paths_mod
+from intent_loop.hook import handlers
+
+from intent_loop.hook import runtime
+
+from intent_loop.storage import ledger
+
+from intent_loop.storage import paths as paths_mod
 from helpers.settle import settle
-from intent_loop.state import ProjectReducer
+from intent_loop.intent.state import ProjectReducer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
@@ -117,7 +123,7 @@ def check_answer(event, out):
     assert isinstance(answer, dict) and answer["continue"] is True
     assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage"}
     if event == "Stop":
-        assert out == hook_runtime.FAIL_OPEN
+        assert out == runtime.FAIL_OPEN
     if "hookSpecificOutput" in answer:
         hso = answer["hookSpecificOutput"]
         assert hso["hookEventName"] == event and isinstance(hso["additionalContext"], str)
@@ -144,7 +150,7 @@ def run_in_process(event, data, env):
     with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout:
         fin.write(data)
         fin.seek(0)
-        hook_runtime.run_hook(event, hook_handlers.HANDLERS[event], stdin_fd=fin.fileno(),
+        runtime.run_hook(event, handlers.HANDLERS[event], stdin_fd=fin.fileno(),
                               stdout_fd=fout.fileno(), env=env)
         fout.seek(0)
         return fout.read()

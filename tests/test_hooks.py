@@ -9,8 +9,10 @@ import time
 
 import pytest
 
-from intent_loop import ledger, paths as paths_mod
-from intent_loop.state import ProjectReducer
+from intent_loop.storage import ledger
+
+from intent_loop.storage import paths as paths_mod
+from intent_loop.intent.state import ProjectReducer
 from helpers.settle import settle
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -155,9 +157,9 @@ def test_stop_publishes_provider_file(env, ws):
     os.unlink(path)
     out, _a, _t = hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1"), env)
     assert out == FAIL_OPEN
-    from intent_loop import guard_contract
+    from intent_loop.guard import acceptance
     with open(path, "rb") as fh:
-        kind, doc, errors = guard_contract.validate_document_bytes(fh.read())
+        kind, doc, errors = acceptance.validate_document_bytes(fh.read())
     assert kind == "provider" and errors == []
     assert doc["projection"]["objective"] == "publish on stop"
     assert any(e["event_type"] == "result_signal_observed" for e in events(env, ws))
@@ -222,8 +224,8 @@ def test_corrupt_ledger(event, env, ws):
 _HOLD = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from intent_loop import paths
-from intent_loop.lock import ProjectLock
+from intent_loop.storage import paths
+from intent_loop.storage.lock import ProjectLock
 p = paths.project_paths(sys.argv[2], sys.argv[3])
 paths.ensure_project_layout(p)
 with ProjectLock(p.dir, deadline=time.monotonic() + 10) as lock:
@@ -350,12 +352,12 @@ def test_deferred_observation_stays_with_the_task_it_was_made_in(env, ws, monkey
 
 def _deferred_observation(env, ws, monkeypatch, *, turn):
     """Run the prompt handler in-process up to its answer; return the write it leaves for later."""
-    from intent_loop import hook_handlers
+    from intent_loop.hook import handlers
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     runtime = {"env": env, "deadline": time.monotonic() + 10, "executable": None}
-    answer = hook_handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn=turn), runtime)
+    answer = handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn=turn), runtime)
     _paths, record = answer["after_answer"]
     return record
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from intent_loop._data_root import find_data_root
+from intent_loop.storage.data_root import find_data_root
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,10 @@ import time
 
 import pytest
 
-from intent_loop import ledger, transaction
-from intent_loop import paths as paths_mod
+from intent_loop.storage import ledger
+
+from intent_loop.storage import transaction
+from intent_loop.storage import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
 from tests.helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
 from tests.helpers.files import all_paths, files_containing, ledger_lines, read_bytes

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from intent_loop import ledger
-from intent_loop import paths as paths_mod
+from intent_loop.storage import ledger
+from intent_loop.storage import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop import _os as lib_os  # the `os` the library calls: fault injection patches it
+from intent_loop.storage import fast_os as lib_os
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes, tree_bytes
 

@@ -2,7 +2,7 @@
 import contextlib
 import os
 
-from intent_loop import ledger
+from intent_loop.storage import ledger
 from tests.helpers.counting import CountingReducer
 from tests.helpers.files import residue
 from tests.helpers.procs import Worker, worker_args

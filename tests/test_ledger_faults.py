@@ -8,10 +8,12 @@ import time
 
 import pytest
 
-from intent_loop import _platform, ledger
-from intent_loop import lock as lock_mod
+from intent_loop.storage import platform
+
+from intent_loop.storage import ledger
+from intent_loop.storage import lock as lock_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop import _os as lib_os  # the `os` the library calls: fault injection patches it
+from intent_loop.storage import fast_os as lib_os
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import all_paths, files_containing, open_fd_count, read_bytes, residue
 from tests.helpers.procs import Worker, worker_args
@@ -72,14 +74,14 @@ class LedgerTempFaults:
             self.monkeypatch.setattr(lib_os, "write", short_then_failing_write)
         elif stage == "fsync":
             self._track_temp_fds()
-            real_fsync = _platform.fsync_file
+            real_fsync = platform.fsync_file
 
             def failing_fsync(fd):
                 if fd in self.temp_fds:
                     self._fail(err)
                 return real_fsync(fd)
 
-            self.monkeypatch.setattr(_platform, "fsync_file", failing_fsync)
+            self.monkeypatch.setattr(platform, "fsync_file", failing_fsync)
         elif stage == "replace":
             real_replace = os.replace
 
@@ -90,14 +92,14 @@ class LedgerTempFaults:
 
             self.monkeypatch.setattr(lib_os, "replace", failing_replace)
         elif stage == "directory-fsync":
-            real_sync_dir = _platform.fsync_directory
+            real_sync_dir = platform.fsync_directory
 
             def failing_sync_dir(path):
                 if os.fspath(path) == self.project.dir:
                     self._fail(err)
                 return real_sync_dir(path)
 
-            self.monkeypatch.setattr(_platform, "fsync_directory", failing_sync_dir)
+            self.monkeypatch.setattr(platform, "fsync_directory", failing_sync_dir)
         else:
             raise ValueError(stage)
 

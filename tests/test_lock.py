@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from intent_loop import lock as lock_mod
-from intent_loop import paths as paths_mod
+from intent_loop.storage import lock as lock_mod
+from intent_loop.storage import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop import _os as lib_os  # the `os` the library calls: fault injection patches it
+from intent_loop.storage import fast_os as lib_os
 from tests.helpers.files import open_fd_count, residue
 from tests.helpers.procs import Worker, worker_args
 
@@ -62,9 +62,9 @@ def _write_owner_dir(project, record, *, age=0.0):
 
 
 def _start_time_of_self():
-    from intent_loop import _platform
+    from intent_loop.storage import platform
 
-    return _platform.process_start_time(os.getpid())
+    return platform.process_start_time(os.getpid())
 
 
 def test_acquire_installs_an_owner_record_and_release_removes_everything(layout):

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers.counting import CountingReducer
-from intent_loop import ledger, migration, transaction
+from intent_loop.storage import ledger
+from intent_loop.storage import migration
+from intent_loop.storage import transaction
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,14 +128,14 @@ def test_a_damaged_runtime_repairs_itself_and_the_hook_still_answers(tmp_path):
     assert (first.returncode, first.stdout) == (0, b'{"continue":true}')
     [site] = (tmp_path / "data" / "runtime").glob("*/intent-loop-user-prompt_*/site-packages")
     assert (site / ".intent-loop-complete").exists()
-    (site / "intent_loop" / "hook_handlers.py").unlink()
+    (site / "intent_loop" / "hook" / "handlers.py").unlink()
     for cache in site.rglob("__pycache__"):
         for pyc in cache.iterdir():
             pyc.unlink()
     for _ in range(2):  # the damaged run answers fail-open; the runtime is whole again afterwards
         run = _hook("intent-loop-user-prompt", _prompt(workspace), tmp_path / "data", home)
         assert (run.returncode, run.stdout) == (0, b'{"continue":true}')
-    assert (site / "intent_loop" / "hook_handlers.py").exists() and (site / ".intent-loop-complete").exists()
+    assert (site / "intent_loop" / "hook" / "handlers.py").exists() and (site / ".intent-loop-complete").exists()
 
 
 @needs_dist

@@ -9,9 +9,21 @@ import time
 
 import pytest
 
-from intent_loop import command_runner, commands, guard_contract, ledger, provider, tasks, transaction
-from intent_loop.hook_handlers import session_hash
-from intent_loop.state import ProjectReducer
+from intent_loop.ops import apply_commands
+
+from intent_loop.intent import prompt_commands
+
+from intent_loop.guard import acceptance
+
+from intent_loop.storage import ledger
+
+from intent_loop.guard import provider
+
+from intent_loop.intent import tasks
+
+from intent_loop.storage import transaction
+from intent_loop.storage.paths import session_hash
+from intent_loop.intent.state import ProjectReducer
 
 REDUCER = ProjectReducer()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,8 +43,8 @@ def _env(monkeypatch, tmp_path):
 
 def run(project, workspace, prompt, *, publish=True, session=SESSION):
     _n[0] += 1
-    return command_runner.run_commands(
-        project, commands=commands.parse_prompt(prompt), session_hash=session,
+    return apply_commands.run_commands(
+        project, commands=prompt_commands.parse_prompt(prompt), session_hash=session,
         source_ref={"kind": "user_event", "event_id": f"turn-{_n[0]}"}, request_id=f"p-{_n[0]}",
         deadline=time.monotonic() + 20, workspace=workspace, env={}, publish=publish)
 
@@ -53,7 +65,7 @@ def contract_path(workspace):
 def read_doc(workspace):
     with open(contract_path(workspace), "rb") as fh:
         data = fh.read()
-    kind, doc, errors = guard_contract.validate_document_bytes(data)
+    kind, doc, errors = acceptance.validate_document_bytes(data)
     assert kind == "provider" and errors == [], errors
     return doc
 
@@ -93,7 +105,7 @@ def test_projection_maps_every_field(project, workspace):
         tasks.add_claim(p, task_id=task["task_id"], claim=tasks.user_claim(
             p, statement="no downtime during deploy", facets=["hard_constraint"], scope="task",
             source_ref={"kind": "user_event", "event_id": "x1"}))
-        from intent_loop import claims as cm
+        from intent_loop.intent import claims as cm
         tasks.add_claim(p, task_id=task["task_id"], actor="agent", claim=cm.new_claim(
             claim_id=ledger.new_uuid4(), statement="INFERRED goal", facets=["outcome"], scope="task",
             source_ref={"kind": "agent_turn", "event_id": "a"}, valid_from="", role="agent",
@@ -117,7 +129,7 @@ def test_projection_maps_every_field(project, workspace):
             {"requirement": "a reviewer is happy", "acceptable_sources": ["user"]},
         ],
     }
-    assert guard_contract.validate_projection(proj) == []
+    assert acceptance.validate_projection(proj) == []
 
 
 def test_projection_defaults_and_incomplete(project, workspace):
@@ -140,7 +152,7 @@ def test_publication_document_and_gitignore(project, workspace):
     env = doc["envelope"]
     assert env["contract_ref"] == "intent:" + linked(project)["task_id"]
     assert env["contract_version"] == 1 and env["source"] == "user-intent-plugin"
-    assert env["snapshot_sha256"] == guard_contract.projection_sha256(doc["projection"])
+    assert env["snapshot_sha256"] == acceptance.projection_sha256(doc["projection"])
     with open(os.path.join(workspace, ".execution-fidelity", ".gitignore"), "rb") as fh:
         assert fh.read() == provider.GITIGNORE
     assert sorted(os.listdir(workspace)) == [".execution-fidelity"]
@@ -150,8 +162,11 @@ def test_publication_document_and_gitignore(project, workspace):
 _REFRESH = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from intent_loop import ledger, paths, provider, transaction
-from intent_loop.state import ProjectReducer
+from intent_loop.storage import ledger
+from intent_loop.storage import paths
+from intent_loop.guard import provider
+from intent_loop.storage import transaction
+from intent_loop.intent.state import ProjectReducer
 p = paths.project_paths(sys.argv[2], sys.argv[3])
 count = int(sys.argv[4])
 go = float(sys.argv[5]) if len(sys.argv) > 5 else 0
@@ -224,7 +239,7 @@ def test_deleted_cache_never_reuses_a_version(project, workspace):
 _READER = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from intent_loop import guard_contract
+from intent_loop.guard import acceptance
 path, stop = sys.argv[2], sys.argv[3]
 reads, bad, last, missing = 0, [], 0, 0
 while not os.path.exists(stop):
@@ -235,12 +250,12 @@ while not os.path.exists(stop):
         missing += 1
         continue
     reads += 1
-    kind, doc, errors = guard_contract.validate_document_bytes(data)
+    kind, doc, errors = acceptance.validate_document_bytes(data)
     if kind != "provider" or errors:
         bad.append(["invalid", kind, errors[:2]])
         continue
     env = doc["envelope"]
-    if env["snapshot_sha256"] != guard_contract.projection_sha256(doc["projection"]):
+    if env["snapshot_sha256"] != acceptance.projection_sha256(doc["projection"]):
         bad.append(["hash"])
     if env["contract_version"] < last:
         bad.append(["older", env["contract_version"], last])
@@ -281,9 +296,9 @@ LITE = {"objective": "user's own contract", "primary_object": "x", "delivery_sur
 
 
 def _other_provider_doc():
-    doc = guard_contract.build_document(LITE, contract_ref="other:abc", contract_version=7, source_message_refs=[],
+    doc = acceptance.build_document(LITE, contract_ref="other:abc", contract_version=7, source_message_refs=[],
                                         updated_at="2026-01-01T00:00:00.000Z")
-    return guard_contract.render_document(doc)
+    return acceptance.render_document(doc)
 
 
 def _snapshot(path):
@@ -316,10 +331,10 @@ def test_foreign_files_are_never_modified(project, workspace, tmp_path, kind):
         with open(path, "wb") as fh:
             fh.write(b"\xff\xfe\x00garbage{{{" * 50)
     else:  # a provider document claiming our ref but a version/hash never published
-        doc = guard_contract.build_document(LITE, contract_ref="intent:" + ledger.new_uuid4(), contract_version=1,
+        doc = acceptance.build_document(LITE, contract_ref="intent:" + ledger.new_uuid4(), contract_version=1,
                                             source_message_refs=[], updated_at="2026-01-01T00:00:00.000Z")
         with open(path, "wb") as fh:
-            fh.write(guard_contract.render_document(doc))
+            fh.write(acceptance.render_document(doc))
     before = _snapshot(path)
     target_before = target.read_bytes()
     receipt = run(project, workspace, "intent: goal should not clobber")

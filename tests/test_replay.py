@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from intent_loop.guard_contract import validate_provider_document
+from intent_loop.guard.acceptance import validate_provider_document
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(ROOT, "dist")

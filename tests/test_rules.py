@@ -2,7 +2,7 @@
 
 import pytest
 
-from intent_loop.rules import ACTIONS, EVIDENCE_SOURCES, GUARD_WHITESPACE, is_blank, rule_error, strip_guard_space
+from intent_loop.intent.rule_grammar import ACTIONS, EVIDENCE_SOURCES, GUARD_WHITESPACE, is_blank, rule_error, strip_guard_space
 from helpers.imports import costly_modules_loaded
 
 # (rule text, None when accepted, else a fragment the reason must contain: what to write instead)
@@ -105,4 +105,4 @@ def test_is_blank_with_either_languages_whitespace(text):
 
 def test_rules_module_imports_nothing_heavy():
     costly = ("re", "json", "typing", "dataclasses", "enum", "datetime")
-    assert costly_modules_loaded("import intent_loop.rules", costly) == []
+    assert costly_modules_loaded("import intent_loop.intent.rule_grammar", costly) == []

@@ -18,9 +18,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from intent_loop import command_runner, deferred, ledger, tasks, transaction  # noqa: E402
-from intent_loop.hook_handlers import session_hash  # noqa: E402
-from intent_loop.paths import project_paths  # noqa: E402
+from intent_loop.ops import apply_commands
+
+from intent_loop.storage import pending_work
+
+from intent_loop.storage import ledger
+
+from intent_loop.intent import tasks
+
+from intent_loop.storage import transaction
+from intent_loop.storage.paths import session_hash  # noqa: E402
+from intent_loop.storage.paths import project_paths  # noqa: E402
 
 DIST = ROOT / "dist"
 PYTHON = os.path.realpath(sys.executable)
@@ -34,7 +42,7 @@ def seed(data_root, workspace, events):
     request, with Codex's 36-character turn ids (about 800 bytes a line)."""
     paths = project_paths(str(data_root), str(workspace))
     session = session_hash(SESSION)
-    with transaction.Transaction(paths, command_runner.REDUCER, deadline=time.monotonic() + 120) as tx:
+    with transaction.Transaction(paths, apply_commands.REDUCER, deadline=time.monotonic() + 120) as tx:
         plan = tasks.Plan(tx.state, now=ledger.rfc3339_utc(time.time()))
         claims = [tasks.user_claim(plan, statement=s, facets=[f], scope="task",
                                    source_ref={"kind": "user_event", "event_id": _turn_id(0)})
@@ -93,7 +101,7 @@ def run_case(name, binary, make_payload, env, paths=None, *, detaches=False, bef
     hook, and reported as "until written". `before_round` runs untimed before every hook run."""
     timed([str(binary)], make_payload(-1), env)  # warm: the first run of a data root extracts
     if paths is not None:
-        deferred.wait_idle(paths, timeout=30)
+        pending_work.wait_idle(paths, timeout=30)
     floor, hook, landed, node = [], [], [], []
     for i in range(ROUNDS):
         if before_round is not None:
@@ -102,7 +110,7 @@ def run_case(name, binary, make_payload, env, paths=None, *, detaches=False, bef
         start = time.perf_counter()
         hook.append(timed([str(binary)], make_payload(i), env))
         if paths is not None:  # as between two prompts a person types: the write lands first
-            assert deferred.wait_idle(paths, timeout=30), "detached hook work did not finish"
+            assert pending_work.wait_idle(paths, timeout=30), "detached hook work did not finish"
             landed.append(time.perf_counter() - start)
         if shutil.which("node"):
             start = time.perf_counter()
@@ -144,7 +152,7 @@ class Snapshot:
 
     def __init__(self, paths, workspace, tmp):
         self.paths, self.guard_dir = paths, Path(workspace, ".execution-fidelity")
-        with transaction.Transaction(paths, command_runner.REDUCER, deadline=time.monotonic() + 60) as tx:
+        with transaction.Transaction(paths, apply_commands.REDUCER, deadline=time.monotonic() + 60) as tx:
             tx.find_request("bench-index-warmup")  # cache/requests.idx complete, as hooks keep it
         self.copy = Path(tmp, f"snapshot-{paths.project_id[:8]}-{len(os.listdir(tmp))}")
         shutil.copytree(paths.dir, self.copy / "project")
@@ -152,13 +160,13 @@ class Snapshot:
             shutil.copytree(self.guard_dir, self.copy / "guard")
 
     def restore(self):
-        assert deferred.wait_idle(self.paths, timeout=30)
+        assert pending_work.wait_idle(self.paths, timeout=30)
         shutil.rmtree(self.paths.dir)
         shutil.copytree(self.copy / "project", self.paths.dir)
         shutil.rmtree(self.guard_dir, ignore_errors=True)
         if (self.copy / "guard").exists():
             shutil.copytree(self.copy / "guard", self.guard_dir)
-        ledger.load_verified(self.paths, command_runner.REDUCER)  # the copy has new inodes: re-seal the cache
+        ledger.load_verified(self.paths, apply_commands.REDUCER)  # the copy has new inodes: re-seal the cache
         os.sync()  # the copy's writeback must not compete with the measured hook's fsyncs
 
 

@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib"
 sys.path.insert(0, str(LIB))
 
-from intent_loop import ledger, transaction  # noqa: E402  (lib/ goes on sys.path first)
-from intent_loop import paths as paths_mod  # noqa: E402
-from intent_loop.atomic import replace_atomically  # noqa: E402
+from intent_loop.storage import ledger
+
+from intent_loop.storage import transaction
+from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.atomic import replace_atomically  # noqa: E402
 
 PYTHON = os.path.realpath(sys.executable)  # never a pyenv shim: that alone costs ~74 ms
 WARMUP_ROUNDS = 3
@@ -37,7 +39,8 @@ OPERATION = "bench.append"
 APPEND_SCRIPT = """\
 import sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[5]]  # -I leaves the script's own directory off sys.path
-from intent_loop import paths, transaction
+from intent_loop.storage import paths
+from intent_loop.storage import transaction
 import bench_payload
 p = paths.project_paths(sys.argv[2], sys.argv[3])
 transaction.mutate(p, bench_payload.Counter(), request_id=sys.argv[4], operation="bench.append",
@@ -47,7 +50,7 @@ transaction.mutate(p, bench_payload.Counter(), request_id=sys.argv[4], operation
 
 # Shared by the fresh script and this process, so both append the same kind of event.
 PAYLOAD_MODULE = """\
-from intent_loop import ledger
+from intent_loop.storage import ledger
 
 STATEMENT = "Keep the public API of the auth module unchanged while fixing the login redirect loop."
 

@@ -2,8 +2,8 @@
 import io
 import json
 
-from intent_loop import paths as paths_mod
-from intent_loop.cli import main
+from intent_loop.storage import paths as paths_mod
+from intent_loop.cli.main import main
 from intent_loop.cli.common import Console
 
 

@@ -1,7 +1,9 @@
 """The test reducer and a one-call append, shared by the storage tests and their worker processes."""
 import time
 
-from intent_loop import ledger, transaction
+from intent_loop.storage import ledger
+
+from intent_loop.storage import transaction
 
 OPERATION = "test.append"
 EVENT_TYPE = "test_appended"

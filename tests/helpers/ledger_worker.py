@@ -8,7 +8,7 @@ Output, one line each, flushed at once: `ready` (imports done, barrier passed), 
 <replayed 0|1>` after every mutate() that RETURNED (so a test may demand that event), `error
 <code>` and exit 3 on an IntentLoopError; `locked <token>` and, after stdin closes, `released`.
 
-Stop hook, installed before the storage modules load by wrapping intent_loop._os.rename / .replace in this
+Stop hook, installed before the storage modules load by wrapping intent_loop.storage.fast_os.rename / .replace in this
 process only: IL_TEST_STOP_AT=<step> makes the worker print `stopping <step>` and stop itself
 (SIGSTOP; IL_TEST_STOP_SIGNAL=KILL kills instead) exactly there, so a test can inspect the
 lock while the worker is frozen and then SIGKILL it:
@@ -65,7 +65,7 @@ def _stop_hook(step, sig):
         if step == "replaced" and is_ledger:
             stop()
 
-    from intent_loop import _os as lib_os  # the `os` the library calls
+    from intent_loop.storage import fast_os as lib_os
 
     lib_os.rename, lib_os.replace = rename, replace
 
@@ -122,8 +122,8 @@ def main(argv):
     if step:
         sig = signal.SIGKILL if os.environ.get("IL_TEST_STOP_SIGNAL") == "KILL" else signal.SIGSTOP
         _stop_hook(step, sig)
-    from intent_loop import lock as lock_mod
-    from intent_loop import paths as paths_mod
+    from intent_loop.storage import lock as lock_mod
+    from intent_loop.storage import paths as paths_mod
     from intent_loop.errors import IntentLoopError
     from tests.helpers import counting
 

@@ -1,5 +1,6 @@
 """Wait for the work a hook binary detaches after answering (its observation, Stop's publication)."""
-from intent_loop import deferred, paths as paths_mod
+from intent_loop.storage import pending_work
+from intent_loop.storage import paths as paths_mod
 from intent_loop.errors import IntentLoopError
 
 
@@ -9,4 +10,4 @@ def settle(data_root, cwd, *, timeout=10.0):
         project = paths_mod.project_paths(data_root, cwd)
     except IntentLoopError:
         return  # no such project directory: a hook could not have started work for it
-    assert deferred.wait_idle(project, timeout=timeout), f"detached hook work still running after {timeout}s"
+    assert pending_work.wait_idle(project, timeout=timeout), f"detached hook work still running after {timeout}s"

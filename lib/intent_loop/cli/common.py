@@ -3,12 +3,12 @@ import os
 import sys
 import time
 
-from intent_loop.canonical import dumps
-from intent_loop.command_runner import REDUCER
+from intent_loop.storage.canonical import dumps
+from intent_loop.ops.apply_commands import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import load_verified
-from intent_loop.paths import project_paths, resolve_data_root
-from intent_loop.tasks import resolve_task
+from intent_loop.storage.ledger import load_verified
+from intent_loop.storage.paths import project_paths, resolve_data_root
+from intent_loop.intent.tasks import resolve_task
 
 CLI_DEADLINE = 10.0  # seconds a command may wait for the project lock and work
 USAGE_CODES = frozenset((ErrorCode.INVALID_ARGUMENT,))

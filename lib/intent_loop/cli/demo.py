@@ -24,11 +24,11 @@ def _indent(text, prefix="    "):
 
 
 def cmd_demo(args, console):
-    from intent_loop.command_runner import REDUCER
-    from intent_loop.demo_session import STEPS
-    from intent_loop.guard_contract import validate_provider_document
-    from intent_loop.state import active_claims
-    from intent_loop.views import claim_line
+    from intent_loop.ops.apply_commands import REDUCER
+    from intent_loop.cli.demo_sample import STEPS
+    from intent_loop.guard.acceptance import validate_provider_document
+    from intent_loop.intent.state import active_claims
+    from intent_loop.intent.views import claim_line
 
     session = ReplaySession(console.env, keep=args.keep)
     out = console.out if not args.json else (lambda text="": None)

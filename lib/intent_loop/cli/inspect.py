@@ -1,14 +1,14 @@
 """Read-only report commands: status, show, timeline (exit 0 whenever they can report)."""
 import os
 
-from intent_loop import provider
+from intent_loop.guard import provider
 from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, data_root, load_state,
                                     pick_task)
-from intent_loop.command_runner import REDUCER
+from intent_loop.ops.apply_commands import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import EventList, is_project_present, load_verified, verify_all
-from intent_loop.state import active_claims
-from intent_loop.views import compact_view, history, snapshot
+from intent_loop.storage.ledger import EventList, is_project_present, load_verified, verify_all
+from intent_loop.intent.state import active_claims
+from intent_loop.intent.views import compact_view, history, snapshot
 
 _CLAIM_EVENTS = ("claim_added", "claim_replaced", "candidate_confirmed")
 
@@ -149,7 +149,7 @@ def stable_text(value):
 # -- timeline -------------------------------------------------------------------------------
 def _parse_time(text, option):
     """Epoch seconds of an RFC 3339 timestamp, or INVALID_ARGUMENT."""
-    from intent_loop.guard_contract import rfc3339_error
+    from intent_loop.guard.acceptance import rfc3339_error
 
     problem = rfc3339_error(text) if isinstance(text, str) else "missing"
     if problem:
@@ -227,7 +227,7 @@ def cmd_timeline(args, console):
     until = _parse_time(args.until, "--until") if args.until is not None else None
     session = None
     if args.session is not None:
-        from intent_loop.hook_handlers import session_hash
+        from intent_loop.storage.paths import session_hash
 
         session = session_hash(args.session)
     paths = current_project(console)

@@ -191,7 +191,7 @@ def unified_diff(path, old_bytes, new_bytes):
 
 def write_config(path, old_raw, new_bytes):
     """Back up the old file (if any), then replace atomically, keeping its permission bits."""
-    from intent_loop.atomic import replace_atomically
+    from intent_loop.storage.atomic import replace_atomically
 
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     backup = None

@@ -3,15 +3,17 @@ import os
 import sys
 import time
 
-from intent_loop import lock as lock_mod, provider
-from intent_loop._data_root import ROOT_SUFFIX
-from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.storage import lock as lock_mod
+
+from intent_loop.guard import provider
+from intent_loop.storage.data_root import ROOT_SUFFIX
+from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
-from intent_loop.command_runner import REDUCER
+from intent_loop.ops.apply_commands import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import is_project_present, verify_all
-from intent_loop.ledger import verified_prefix as ledger_verified_prefix
-from intent_loop.paths import ProjectPaths, check_regular_file, ensure_project_layout
+from intent_loop.storage.ledger import is_project_present, verify_all
+from intent_loop.storage.ledger import verified_prefix as ledger_verified_prefix
+from intent_loop.storage.paths import ProjectPaths, check_regular_file, ensure_project_layout
 
 _HOOK_MARK = "intent-loop-"
 _BINARIES = ("intent-loop", "intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop")
@@ -273,7 +275,7 @@ def cmd_recover(args, console):
               "first_bad_line": error.line if error else None, "error": error.to_dict() if error else None,
               "applied": False, "exported": None, "quarantine": None}
     if args.export:
-        from intent_loop.atomic import replace_atomically
+        from intent_loop.storage.atomic import replace_atomically
 
         replace_atomically(os.path.abspath(args.export), prefix)
         result["exported"] = args.export
@@ -298,7 +300,7 @@ def cmd_recover(args, console):
 
 def _apply(paths, console):
     """Under the project lock: quarantine the suffix with a manifest, then keep exactly the prefix."""
-    from intent_loop.atomic import replace_atomically
+    from intent_loop.storage.atomic import replace_atomically
 
     ensure_project_layout(paths)
     with lock_mod.ProjectLock(paths.dir, deadline=deadline()) as held:

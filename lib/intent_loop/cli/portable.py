@@ -2,10 +2,12 @@
 import os
 import sys
 
-from intent_loop import deletion, graph
+from intent_loop.ops import deletion
+
+from intent_loop.ops import graph
 from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
                                     pick_task, show_group_help)
-from intent_loop.command_runner import REDUCER
+from intent_loop.ops.apply_commands import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 
@@ -63,7 +65,7 @@ def cmd_export(args, console):
         return 0
     target = os.path.join(console.cwd, args.output)
     written = graph.write_export(target, data, force=args.force)
-    from intent_loop.canonical import sha256_hex
+    from intent_loop.storage.canonical import sha256_hex
 
     result = {"ok": True, "task_id": task_id, "path": written, "bytes": len(data), "sha256": sha256_hex(data),
               "claims": data.count(b'"claim_id":')}

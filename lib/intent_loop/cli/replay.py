@@ -118,22 +118,22 @@ class ReplaySession:
     def _settle(self):
         """Let the work a hook detaches after answering (its observation, Stop's Guard refresh)
         land before the next step, as it does between two prompts a person types."""
-        from intent_loop import deferred
+        from intent_loop.storage import pending_work
 
         try:
             paths = self.paths()
         except IntentLoopError:
             return
-        deferred.wait_idle(paths, timeout=STEP_TIMEOUT)
+        pending_work.wait_idle(paths, timeout=STEP_TIMEOUT)
 
     def paths(self):
-        from intent_loop.paths import project_paths
+        from intent_loop.storage.paths import project_paths
 
         return project_paths(self.data_root, self.workspace)
 
     def ledger(self):
-        from intent_loop.command_runner import REDUCER
-        from intent_loop.ledger import verify_all
+        from intent_loop.ops.apply_commands import REDUCER
+        from intent_loop.storage.ledger import verify_all
 
         paths = self.paths()
         try:
@@ -152,7 +152,7 @@ class ReplaySession:
             return []
 
     def provider(self):
-        from intent_loop.provider import provider_path
+        from intent_loop.guard.provider import provider_path
 
         path = provider_path(self.workspace, {})
         try:
@@ -187,7 +187,7 @@ def cmd_replay(args, console):
         provider, provider_file = session.provider()
         errors = None
         if provider is not None:
-            from intent_loop.guard_contract import validate_provider_document
+            from intent_loop.guard.acceptance import validate_provider_document
 
             errors = validate_provider_document(provider) if "unparsable" not in provider else ["not JSON"]
     finally:

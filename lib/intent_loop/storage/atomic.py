@@ -1,8 +1,8 @@
 """Durable whole-file replacement: temp file in the same directory, fsync, rename, fsync the directory."""
 import errno
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import _platform
+from intent_loop.storage import fast_os
+from intent_loop.storage import platform
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 TEMP_SUFFIX = ".tmp"
@@ -10,8 +10,8 @@ TEMP_SUFFIX = ".tmp"
 
 def temp_name_for(path):
     """`<name>.<32 hex>.tmp` beside `path`: strict enough that orphan cleanup never matches user files."""
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f"{name}.{os.urandom(16).hex()}{TEMP_SUFFIX}")
+    directory, name = fast_os.path.split(path)
+    return fast_os.path.join(directory, f"{name}.{fast_os.urandom(16).hex()}{TEMP_SUFFIX}")
 
 
 def is_temp_name_for(name, target_name):
@@ -30,7 +30,7 @@ def _describe(exc):
 def write_all(fd, data):
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = fast_os.write(fd, view)
         view = view[written:]
 
 
@@ -39,7 +39,7 @@ def copy_prefix(src_fd, dst_fd, length):
     copied = 0
     while copied < length:
         try:
-            step = os.copy_file_range(src_fd, dst_fd, length - copied, copied)
+            step = fast_os.copy_file_range(src_fd, dst_fd, length - copied, copied)
         except (AttributeError, OSError) as exc:  # no copy_file_range here (macOS, old kernels, EXDEV)
             if isinstance(exc, OSError) and exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
                                                                errno.EOPNOTSUPP, errno.EPERM):
@@ -51,7 +51,7 @@ def copy_prefix(src_fd, dst_fd, length):
 
 
 def _copy_by_reading(src_fd, dst_fd, start, length):
-    chunk = os.pread(src_fd, min(1 << 20, length - start), start)
+    chunk = fast_os.pread(src_fd, min(1 << 20, length - start), start)
     write_all(dst_fd, chunk)
     return len(chunk)
 
@@ -68,36 +68,36 @@ def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
     """
     temp = temp_name_for(path)
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+        fd = fast_os.open(temp, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL | getattr(fast_os, "O_NOFOLLOW", 0), mode)
         try:
             if prefix is not None:
                 copy_prefix(prefix[0], fd, prefix[1])
             write_all(fd, data)
             if durable:
-                _platform.fsync_file(fd)
+                platform.fsync_file(fd)
         finally:
-            os.close(fd)
-        os.replace(temp, path)
+            fast_os.close(fd)
+        fast_os.replace(temp, path)
     except OSError as exc:
         _remove_quietly(temp)
-        raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not write {os.path.basename(path)}: {_describe(exc)}") from exc
+        raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not write {fast_os.path.basename(path)}: {_describe(exc)}") from exc
     except BaseException:
         _remove_quietly(temp)
         raise
     if not durable:
         return
     try:
-        _platform.fsync_directory(os.path.dirname(path))
+        platform.fsync_directory(fast_os.path.dirname(path))
     except OSError as exc:
         raise IntentLoopError(
             ErrorCode.DURABILITY_UNCERTAIN,
-            f"{os.path.basename(path)} was replaced but the directory sync failed ({exc.strerror}); "
+            f"{fast_os.path.basename(path)} was replaced but the directory sync failed ({exc.strerror}); "
             "the change is visible, a retry with the same request id returns it",
         ) from exc
 
 
 def _remove_quietly(path):
     try:
-        os.unlink(path)
+        fast_os.unlink(path)
     except OSError:
         pass

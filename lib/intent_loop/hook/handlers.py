@@ -4,10 +4,10 @@ Handlers return {"context": str?, "system_message": str?}; hook_runtime turns th
 one answer Codex accepts. Sessions with no linked task leave no trace.
 """
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.storage import fast_os
+from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
-from intent_loop.paths import check_real_directory, project_paths, resolve_data_root
+from intent_loop.storage.paths import check_real_directory, project_paths, resolve_data_root, session_hash
 
 # Only what every call needs is imported here; the ledger, command handling, views, publishing
 # and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
@@ -16,28 +16,23 @@ NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task
 
 
 def reducer():
-    from intent_loop.state import ProjectReducer
+    from intent_loop.intent.state import ProjectReducer
 
     return ProjectReducer()
 
-SESSION_DOMAIN = "intent-loop-session-v1\0"
 RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in this project and is not "
                "linked to this session; the user can type `intent: resume` to continue it.")
 
 
 def read_verified(paths):
-    from intent_loop.ledger import load_verified
-    from intent_loop.state import ProjectReducer
+    from intent_loop.storage.ledger import load_verified
+    from intent_loop.intent.state import ProjectReducer
 
     return load_verified(paths, ProjectReducer())
 
 
 def read_state(paths):
     return read_verified(paths).state
-
-
-def session_hash(session_id):
-    return sha256_hex((SESSION_DOMAIN + session_id).encode("utf-8"))
 
 
 class HookContext:
@@ -65,9 +60,9 @@ class HookContext:
     def remember_view(self, text, state):
         """Record (in the deletable cache) which view this session was shown, and as of which
         claim-changing event, so a later prompt with nothing new need not even render it."""
-        path = os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
-        if os.path.isdir(self.paths.cache_dir):
-            from intent_loop.atomic import replace_atomically
+        path = fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+        if fast_os.path.isdir(self.paths.cache_dir):
+            from intent_loop.storage.atomic import replace_atomically
 
             record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
             try:
@@ -76,7 +71,7 @@ class HookContext:
                 pass
 
     def _seen(self):
-        path = os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+        path = fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
         try:
             with open(path, "rb") as fh:
                 record = loads(fh.read())
@@ -94,7 +89,7 @@ class HookContext:
 
 def _source(kind, opaque_id, text):
     """A validated opaque host id is the source identity; else the hash of the REDACTED text."""
-    from intent_loop.claims import is_opaque_id
+    from intent_loop.intent.claims import is_opaque_id
     from intent_loop.redact import has_secret, redact
 
     if is_opaque_id(opaque_id) and not has_secret(opaque_id):
@@ -103,7 +98,7 @@ def _source(kind, opaque_id, text):
 
 
 def _is_recording(ctx, task):
-    from intent_loop.private import read_control
+    from intent_loop.intent.private_mode import read_control
 
     return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
 
@@ -114,7 +109,7 @@ def session_start(payload, runtime):
     ctx = HookContext(payload, runtime)
     if not ctx.state["tasks"]:
         return None
-    from intent_loop.session_view import session_context
+    from intent_loop.intent.session_view import session_context
 
     task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
     if text is not None:
@@ -132,7 +127,7 @@ def user_prompt_submit(payload, runtime):
     prompt = payload.get("prompt")
     if not isinstance(prompt, str):
         return None
-    from intent_loop.prompt_scan import has_command
+    from intent_loop.intent.prompt_scan import has_command
 
     is_subagent = "agent_id" in payload or "agent_type" in payload
     if is_subagent or not has_command(prompt):
@@ -158,8 +153,8 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     task_id = task["task_id"]
 
     def record(deadline):  # after the answer (hook_runtime): nothing in it depends on this event
-        from intent_loop.transaction import mutate
-        from intent_loop.tasks import Plan, observe
+        from intent_loop.storage.transaction import mutate
+        from intent_loop.intent.tasks import Plan, observe
 
         source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
 
@@ -177,7 +172,7 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     answer = {"after_answer": (ctx.paths, record)}
     if actor == "agent" or ctx.has_seen_changes_up_to(ctx.state):
         return answer
-    from intent_loop.session_view import session_context  # only when something changed
+    from intent_loop.intent.session_view import session_context  # only when something changed
 
     _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
     if text is not None and not ctx.has_seen(text):
@@ -190,20 +185,20 @@ def _is_still_recording(ctx, state, task_id):
     """Re-checked under the lock: the task may have been turned off, made private or deleted
     between the hook's lock-free read and its deferred write. A session that has moved on to
     another task meanwhile still gets this observation recorded under the task it was made in."""
-    from intent_loop.private import read_control
+    from intent_loop.intent.private_mode import read_control
 
     task = state["tasks"].get(task_id)
     return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
 
 
 def _run_prompt_commands(payload, runtime, prompt):
-    from intent_loop import command_runner
-    from intent_loop.commands import parse_prompt
+    from intent_loop.ops import apply_commands
+    from intent_loop.intent.prompt_commands import parse_prompt
 
     ctx = HookContext(payload, runtime)
     commands = parse_prompt(prompt)
     source_ref = _source("user_event", payload.get("turn_id"), prompt)
-    receipt = command_runner.run_commands(
+    receipt = apply_commands.run_commands(
         ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
         request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
         workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified)
@@ -220,7 +215,7 @@ def _line_number(text):
 
 
 def _receipt_answer(ctx, state, receipt):
-    from intent_loop import command_runner
+    from intent_loop.ops import apply_commands
 
     parts = []
     if receipt.lines or receipt.rejected:
@@ -229,10 +224,10 @@ def _receipt_answer(ctx, state, receipt):
         entries.sort(key=lambda entry: entry[0])  # in the order the user typed them
         parts.append("intent-loop receipt:\n" + "\n".join(text for _line, text in entries))
     if receipt.help:
-        from intent_loop.commands import HELP_TEXT
+        from intent_loop.intent.prompt_commands import HELP_TEXT
 
         parts.append(HELP_TEXT)
-    _task_id, view = command_runner.session_context(state, ctx.paths, ctx.session)
+    _task_id, view = apply_commands.session_context(state, ctx.paths, ctx.session)
     if view is not None and (receipt.events or receipt.show_view or not ctx.has_seen(view)):
         parts.append(view)
         ctx.remember_view(view, state)
@@ -254,9 +249,9 @@ def stop(payload, runtime):
     task_id = task["task_id"]
 
     def record_and_publish(deadline):
-        from intent_loop import command_runner
-        from intent_loop.transaction import Transaction, mutate
-        from intent_loop.tasks import Plan, observe
+        from intent_loop.ops import apply_commands
+        from intent_loop.storage.transaction import Transaction, mutate
+        from intent_loop.intent.tasks import Plan, observe
 
         message = payload.get("last_assistant_message")
         source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
@@ -270,19 +265,19 @@ def stop(payload, runtime):
             p = Plan(state, now="")
             observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
                     source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
-            holder["publication"] = command_runner.add_publication(p, workspace=ctx.workspace, env=ctx.env)
+            holder["publication"] = apply_commands.add_publication(p, workspace=ctx.workspace, env=ctx.env)
             return p.drafts
 
         def after_commit(tx, _events):
             if "publication" in holder:
-                command_runner.apply_quietly(holder["publication"])
+                apply_commands.apply_quietly(holder["publication"])
 
         _events, replayed = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
                                    params={"source": source}, plan=plan, deadline=deadline,
                                    after_commit=after_commit, resume=ctx.verified)
         if replayed:  # a retried Stop still makes sure the file is current
             with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                command_runner.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
+                apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
 
     return {"after_answer": (ctx.paths, record_and_publish)}
 

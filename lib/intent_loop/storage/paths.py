@@ -1,13 +1,14 @@
 """Where data lives: the data root, project identity, the project directory layout, path safety."""
 import stat
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import _platform
-from intent_loop._data_root import find_data_root
-from intent_loop.canonical import sha256_hex
+from intent_loop.storage import fast_os
+from intent_loop.storage import platform
+from intent_loop.storage.data_root import find_data_root
+from intent_loop.storage.canonical import sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 PROJECT_ID_DOMAIN = b"intent-loop-project-v1\x00"
+SESSION_DOMAIN = "intent-loop-session-v1\0"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -31,14 +32,14 @@ def canonical_project_root(path):
     """The realpath of an absolute, existing, local directory (the hook payload's cwd)."""
     if not isinstance(path, str) or not path:
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "the project directory is missing")
-    if not _platform.is_local_path_syntax(path):
+    if not platform.is_local_path_syntax(path):
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "UNC and device paths are not supported")
-    if not os.path.isabs(path):
+    if not fast_os.path.isabs(path):
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, f"the project directory must be absolute: {path!r}")
-    real = os.path.realpath(path)
-    if not os.path.isdir(real):
+    real = fast_os.path.realpath(path)
+    if not fast_os.path.isdir(real):
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, f"not an existing directory: {path!r}")
-    return _platform.canonical_case(real)
+    return platform.canonical_case(real)
 
 
 def project_id_for(canonical_root):
@@ -47,6 +48,11 @@ def project_id_for(canonical_root):
     except UnicodeEncodeError as exc:
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "the project path is not valid UTF-8") from exc
     return sha256_hex(PROJECT_ID_DOMAIN + encoded)
+
+
+def session_hash(session_id):
+    """The stored identity of a Codex session: never the raw id (hooks, CLI and MCP agree on it)."""
+    return sha256_hex((SESSION_DOMAIN + session_id).encode("utf-8"))
 
 
 class ProjectPaths:
@@ -59,12 +65,12 @@ class ProjectPaths:
         self.data_root = data_root
         self.project_id = project_id
         self.root = project_root
-        self.dir = os.path.join(data_root, "projects", project_id)
-        self.ledger = os.path.join(self.dir, "ledger.jsonl")
-        self.lock_dir = os.path.join(self.dir, "ledger.lock")
-        self.private_dir = os.path.join(self.dir, "private-sessions")
-        self.quarantine_dir = os.path.join(self.dir, "quarantine")
-        self.cache_dir = os.path.join(self.dir, "cache")
+        self.dir = fast_os.path.join(data_root, "projects", project_id)
+        self.ledger = fast_os.path.join(self.dir, "ledger.jsonl")
+        self.lock_dir = fast_os.path.join(self.dir, "ledger.lock")
+        self.private_dir = fast_os.path.join(self.dir, "private-sessions")
+        self.quarantine_dir = fast_os.path.join(self.dir, "quarantine")
+        self.cache_dir = fast_os.path.join(self.dir, "cache")
 
 
 def project_paths(data_root, cwd):
@@ -79,7 +85,7 @@ def unsafe(path, why):
 def check_real_directory(path):
     """True if `path` is a real directory, False if missing; UNSAFE_PATH for links and the rest."""
     try:
-        st = os.lstat(path)
+        st = fast_os.lstat(path)
     except FileNotFoundError:
         return False
     if not stat.S_ISDIR(st.st_mode):
@@ -90,7 +96,7 @@ def check_real_directory(path):
 def check_regular_file(path):
     """Return the lstat of a single-linked regular file, None if missing; UNSAFE_PATH otherwise."""
     try:
-        st = os.lstat(path)
+        st = fast_os.lstat(path)
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(st.st_mode):
@@ -105,7 +111,7 @@ def ensure_directory(path):
     if check_real_directory(path):
         return
     try:
-        os.mkdir(path, DIR_MODE)
+        fast_os.mkdir(path, DIR_MODE)
     except FileExistsError:
         pass
     except OSError as exc:
@@ -116,17 +122,17 @@ def ensure_directory(path):
 def ensure_data_root(data_root):
     """Create the data root (and parents) 0700; the root itself may be reached through links."""
     try:
-        os.makedirs(data_root, DIR_MODE, exist_ok=True)
+        fast_os.makedirs(data_root, DIR_MODE, exist_ok=True)
     except OSError as exc:
         raise IntentLoopError(ErrorCode.WRITE_FAILED, f"cannot create the data root {data_root}: {exc.strerror}") from exc
-    if not os.path.isdir(data_root):
+    if not fast_os.path.isdir(data_root):
         raise unsafe(data_root, "the data root is not a directory")
 
 
 def ensure_project_layout(paths):
     """Create the project directory tree for a mutation; every level below the root must be real."""
     ensure_data_root(paths.data_root)
-    ensure_directory(os.path.join(paths.data_root, "projects"))
+    ensure_directory(fast_os.path.join(paths.data_root, "projects"))
     ensure_directory(paths.dir)
     for sub in (paths.private_dir, paths.quarantine_dir, paths.cache_dir):
         ensure_directory(sub)

@@ -6,10 +6,10 @@ story; keeping every such call here is what lets that port stay one module.
 import sys
 import time
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
+from intent_loop.storage import fast_os
 
 IS_MACOS = sys.platform == "darwin"
-IS_WINDOWS = os.name == "nt"
+IS_WINDOWS = fast_os.name == "nt"
 
 
 def _fcntl():
@@ -62,16 +62,16 @@ def fsync_file(fd):
         if hasattr(fcntl, "F_FULLFSYNC"):
             fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
             return
-    os.fsync(fd)
+    fast_os.fsync(fd)
 
 
 def fsync_directory(path):
     """Make a rename inside `path` durable (POSIX needs the directory itself synced)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    fd = fast_os.open(path, fast_os.O_RDONLY | getattr(fast_os, "O_DIRECTORY", 0))
     try:
         fsync_file(fd)
     finally:
-        os.close(fd)
+        fast_os.close(fd)
 
 
 def process_start_time(pid):
@@ -95,7 +95,7 @@ def is_process_alive(pid):
     if pid <= 0:
         return False
     try:
-        os.kill(pid, 0)
+        fast_os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, owned by someone else

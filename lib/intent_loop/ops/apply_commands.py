@@ -1,14 +1,18 @@
 """Run the `intent:` commands of one prompt (or one terminal call) as one locked mutation."""
 import time
 
-from intent_loop import private, provider, tasks
-from intent_loop.claims import short_id
-from intent_loop.commands import Rejection, build_claim, verb_for_claim
+from intent_loop.intent import private_mode
+
+from intent_loop.guard import provider
+
+from intent_loop.intent import tasks
+from intent_loop.intent.claims import short_id
+from intent_loop.intent.prompt_commands import Rejection, build_claim, verb_for_claim
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import rfc3339_utc
-from intent_loop.state import ProjectReducer
-from intent_loop.transaction import mutate
-from intent_loop.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
+from intent_loop.storage.ledger import rfc3339_utc
+from intent_loop.intent.state import ProjectReducer
+from intent_loop.storage.transaction import mutate
+from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 
 REDUCER = ProjectReducer()
 _PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
@@ -55,7 +59,7 @@ class _Runner:
         self.source_ref = source_ref
         self.request_id = request_id
         self.receipt = receipt
-        self.control = private.read_control(paths, session_hash)
+        self.control = private_mode.read_control(paths, session_hash)
         self.control_change = None  # ("claim", task_id) | ("release", task_id)
         self.started = 0
 
@@ -165,9 +169,9 @@ class _Runner:
             return
         action, task_id = self.control_change
         if action == "claim":
-            private.claim_control(self.paths, session_hash=self.session_hash, task_id=task_id)
+            private_mode.claim_control(self.paths, session_hash=self.session_hash, task_id=task_id)
         else:
-            private.release_control(self.paths, session_hash=self.session_hash, task_id=task_id)
+            private_mode.release_control(self.paths, session_hash=self.session_hash, task_id=task_id)
 
 
 def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
@@ -228,7 +232,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
 def _finish(receipt, state, session_hash, paths):
     receipt.task_id = state["sessions"].get(session_hash)
     task = state["tasks"].get(receipt.task_id)
-    if private.read_control(paths, session_hash) is not None or (task and task["mode"] == "private"):
+    if private_mode.read_control(paths, session_hash) is not None or (task and task["mode"] == "private"):
         receipt.notice = PRIVATE_NOTICE
     elif task is not None and task["mode"] == "off":
         receipt.notice = OFF_NOTICE

@@ -1,6 +1,6 @@
 """The `intent:` prompt-command grammar: find command lines, parse them and build claim statements."""
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.prompt_scan import MARKER, has_command  # noqa: F401 (has_command is part of this API)
+from intent_loop.intent.prompt_scan import MARKER, has_command  # noqa: F401 (has_command is part of this API)
 
 # No re, json, typing, enum, dataclasses or difflib here: this module runs inside a hook on every
 # prompt and each of those imports costs more than the hook's budget (startup-performance.md).
@@ -276,7 +276,7 @@ def _claim_body(verb, text):
 
 
 def _trimmed(text):
-    from intent_loop.rules import strip_guard_space  # Guard's whitespace: Python's plus U+FEFF
+    from intent_loop.intent.rule_grammar import strip_guard_space  # Guard's whitespace: Python's plus U+FEFF
 
     return strip_guard_space(text)
 
@@ -302,7 +302,7 @@ def _check_not_reserved(verb, body):
 
 
 def _check_rule(body):
-    from intent_loop.rules import rule_error  # lazy: only rule-bearing verbs need the grammar
+    from intent_loop.intent.rule_grammar import rule_error  # lazy: only rule-bearing verbs need the grammar
 
     reason = rule_error(body)
     if reason is not None:
@@ -349,7 +349,7 @@ def _sources_keyword(after_paren):
 
 
 def _parse_source_list(listed):
-    from intent_loop.rules import EVIDENCE_SOURCES  # lazy: only a sources ending needs them
+    from intent_loop.intent.rule_grammar import EVIDENCE_SOURCES  # lazy: only a sources ending needs them
 
     sources = []
     for item in listed.split(","):

@@ -1,9 +1,9 @@
 """Planning mutations of tasks and claims under the lifecycle rules (pure: state in, drafts out)."""
-from intent_loop import claims as claims_mod
-from intent_loop.canonical import dumps, loads, sha256_hex
+from intent_loop.intent import claims as claims_mod
+from intent_loop.storage.canonical import dumps, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import Draft, format_uuid, new_uuid4
-from intent_loop.state import PROMOTION_TASKS, ProjectReducer, active_claims, signal_key
+from intent_loop.storage.ledger import Draft, format_uuid, new_uuid4
+from intent_loop.intent.state import PROMOTION_TASKS, ProjectReducer, active_claims, signal_key
 
 MAX_INITIAL_CLAIMS = 12
 MODES = ("on", "off", "private")

@@ -8,13 +8,13 @@ skip a version, and the file on disk never goes back to an older one.
 import stat
 import time
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import guard_contract
-from intent_loop.atomic import replace_atomically
-from intent_loop.commands import split_prefix, split_sources
+from intent_loop.storage import fast_os
+from intent_loop.guard import acceptance
+from intent_loop.storage.atomic import replace_atomically
+from intent_loop.intent.prompt_commands import split_prefix, split_sources
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import Draft
-from intent_loop.state import active_claims, is_hook_visible
+from intent_loop.storage.ledger import Draft
+from intent_loop.intent.state import active_claims, is_hook_visible
 
 DEFAULT_PATH = (".execution-fidelity", "contract.json")
 DEFAULT_SURFACE = "repository"
@@ -31,8 +31,8 @@ def provider_path(workspace, env):
     """`$EFG_CONTRACT_PATH` resolved against the hook's cwd, else <cwd>/.execution-fidelity/contract.json."""
     configured = env.get("EFG_CONTRACT_PATH")
     if configured:
-        return os.path.normpath(os.path.join(workspace, configured))
-    return os.path.join(workspace, *DEFAULT_PATH)
+        return fast_os.path.normpath(fast_os.path.join(workspace, configured))
+    return fast_os.path.join(workspace, *DEFAULT_PATH)
 
 
 def projection_for(task, *, project_root):
@@ -46,7 +46,7 @@ def projection_for(task, *, project_root):
     if not p["objective"]:
         return None
     p["objective"] = "; ".join(p["objective"])
-    p["primary_object"] = p["primary_object"] or os.path.basename(project_root.rstrip(os.sep)) or project_root
+    p["primary_object"] = p["primary_object"] or fast_os.path.basename(project_root.rstrip(fast_os.sep)) or project_root
     p["delivery_surface"] = p["delivery_surface"] or [DEFAULT_SURFACE]
     p["completion_evidence"] = p["completion_evidence"] or [dict(DEFAULT_EVIDENCE, acceptable_sources=["user"])]
     return p
@@ -97,7 +97,7 @@ def shadowed_tasks(state, selected):
 def read_file_state(path, state):
     """Classify what is at the provider path: missing, ours (task_id, version, sha), or foreign."""
     try:
-        st = os.lstat(path)
+        st = fast_os.lstat(path)
     except FileNotFoundError:
         return {"kind": "missing"}
     except OSError as exc:
@@ -106,10 +106,10 @@ def read_file_state(path, state):
         return {"kind": "foreign", "why": "not a regular file"}
     try:
         with open(path, "rb") as fh:
-            data = fh.read(guard_contract.MAX_DOCUMENT_BYTES + 1)
+            data = fh.read(acceptance.MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         return {"kind": "foreign", "why": exc.strerror}
-    kind, doc, errors = guard_contract.validate_document_bytes(data)
+    kind, doc, errors = acceptance.validate_document_bytes(data)
     owner = _owning_task(doc, state) if kind == "provider" else None
     if owner is None:
         return {"kind": "foreign", "why": f"a {kind} document we did not publish", "errors": errors}
@@ -167,16 +167,16 @@ def plan_refresh(state, *, workspace, env, now=time.time):
 
 def _plan_publish(path, current, task, projection, now):
     task_id = task["task_id"]
-    digest = guard_contract.projection_sha256(projection)
+    digest = acceptance.projection_sha256(projection)
     published = task.get("published")
     is_new = not published or published["sha256"] != digest
     version = (published["version"] + 1 if published else 1) if is_new else published["version"]
     refs = list(task["claim_events"])
-    doc = guard_contract.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
+    doc = acceptance.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
                                         source_message_refs=refs,
-                                        updated_at=guard_contract.format_updated_at(now()))
+                                        updated_at=acceptance.format_updated_at(now()))
     known = {"task_id": task_id, "version": version, "sha256": digest}
-    errors = guard_contract.validate_provider_document(doc)
+    errors = acceptance.validate_provider_document(doc)
     if errors:
         return Publication("invalid", path, reason="; ".join(errors), **known)
     if current["kind"] == "foreign":
@@ -185,17 +185,17 @@ def _plan_publish(path, current, task, projection, now):
         draft = Draft("contract_published", task_id, "system", {
             "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
             "source_message_refs": refs})
-        return Publication("published", path, draft=draft, document=guard_contract.render_document(doc), **known)
+        return Publication("published", path, draft=draft, document=acceptance.render_document(doc), **known)
     if current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version:
         return Publication("unchanged", path, **known)
-    return Publication("rewritten", path, document=guard_contract.render_document(doc), **known)
+    return Publication("rewritten", path, document=acceptance.render_document(doc), **known)
 
 
 def apply_file(publication):
     """Write or withdraw the document (the caller holds the lock and has appended the event)."""
     if publication.remove:
         try:
-            os.unlink(publication.path)
+            fast_os.unlink(publication.path)
         except FileNotFoundError:
             pass
     elif publication.document is not None:
@@ -214,15 +214,15 @@ def refresh(tx, *, workspace, env, now=time.time):
 
 def write_document(path, data):
     """Atomic replace in the document's own directory; add a .gitignore when we create it."""
-    directory = os.path.dirname(path)
+    directory = fast_os.path.dirname(path)
     try:
-        st = os.lstat(directory)
+        st = fast_os.lstat(directory)
         if not stat.S_ISDIR(st.st_mode):
             raise IntentLoopError(ErrorCode.PROVIDER_PATH_FOREIGN, f"{directory} is not a directory; not touching it")
     except FileNotFoundError:
         try:
-            os.makedirs(directory, 0o755)
-            replace_atomically(os.path.join(directory, ".gitignore"), GITIGNORE, mode=0o644)
+            fast_os.makedirs(directory, 0o755)
+            replace_atomically(fast_os.path.join(directory, ".gitignore"), GITIGNORE, mode=0o644)
         except OSError as exc:
             raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED, f"cannot create {directory}: {exc.strerror}") from exc
     try:

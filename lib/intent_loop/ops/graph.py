@@ -28,11 +28,11 @@ them is ever hook-visible or part of the Guard projection.
 import os
 import time
 
-from intent_loop import claims as claims_mod
-from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.intent import claims as claims_mod
+from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import Draft, new_uuid4, rfc3339_utc
-from intent_loop.transaction import mutate
+from intent_loop.storage.ledger import Draft, new_uuid4, rfc3339_utc
+from intent_loop.storage.transaction import mutate
 from intent_loop.redact import redact
 
 FORMAT = "intent-loop-graph"
@@ -84,8 +84,8 @@ def write_export(path, data, *, force=False):
     Without force the temp file is hard-linked into place (fails atomically if the name exists),
     so a file appearing between the check and the write is never clobbered either.
     """
-    from intent_loop import _platform
-    from intent_loop.atomic import replace_atomically, temp_name_for, write_all
+    from intent_loop.storage import platform
+    from intent_loop.storage.atomic import replace_atomically, temp_name_for, write_all
 
     path = os.path.abspath(path)
     if os.path.lexists(path) and not force:
@@ -100,14 +100,14 @@ def write_export(path, data, *, force=False):
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             write_all(fd, data)
-            _platform.fsync_file(fd)
+            platform.fsync_file(fd)
         finally:
             os.close(fd)
         try:
             os.link(temp, path)
         except FileExistsError:
             raise IntentLoopError(ErrorCode.FILE_EXISTS, f"{path} exists; choose a new file name or pass --force") from None
-        _platform.fsync_directory(os.path.dirname(path))
+        platform.fsync_directory(os.path.dirname(path))
     except OSError as exc:
         raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not write {path}: {exc.strerror or exc}") from exc
     finally:
@@ -125,7 +125,7 @@ def parse_utc(value):
     Validity is guard_contract's strict RFC 3339 check (real calendar dates, no leap second);
     here only `Z` and at most nine fraction digits are added.
     """
-    from intent_loop.guard_contract import rfc3339_error
+    from intent_loop.guard.acceptance import rfc3339_error
 
     if not isinstance(value, str) or not 20 <= len(value) <= 40 or not value.endswith("Z"):
         return None
@@ -362,7 +362,7 @@ def import_graph(paths, reducer, data, *, task_id=None, deadline, workspace=None
 
     One locked mutation with a fresh request id. Returns a report dict.
     """
-    from intent_loop import tasks
+    from intent_loop.intent import tasks
 
     graph_sha, info, claims, superseded, invalidated = prepare_import(data)
     request_id = f"import:{new_uuid4()}"
@@ -394,7 +394,7 @@ def import_graph(paths, reducer, data, *, task_id=None, deadline, workspace=None
 
     def after_commit(tx, events):
         if workspace is not None:  # keep the Guard file in step with the (unchanged) projection
-            from intent_loop import provider
+            from intent_loop.guard import provider
 
             try:
                 holder["publication"] = provider.refresh(tx, workspace=workspace, env=env or {})

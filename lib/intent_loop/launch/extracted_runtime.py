@@ -6,7 +6,7 @@ the marker written here; otherwise it runs the file as a zip so shiv extracts it
 """
 import os
 
-from intent_loop import _os
+from intent_loop.storage import fast_os
 
 MARKER = ".intent-loop-complete"
 EXTRACTING_ENV = "INTENT_LOOP_EXTRACTING"
@@ -15,7 +15,7 @@ EXTRACTING_ENV = "INTENT_LOOP_EXTRACTING"
 def finish_extraction():
     """Called first by every entry point; costs one environment lookup on the fast path."""
     site_packages = os.environ.pop(EXTRACTING_ENV, None)
-    _os.environ.pop(EXTRACTING_ENV, None)  # the hooks read this snapshot of the environment
+    fast_os.environ.pop(EXTRACTING_ENV, None)  # the hooks read this snapshot of the environment
     if not site_packages:
         return
     import sys

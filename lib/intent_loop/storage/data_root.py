@@ -4,14 +4,14 @@ build.py copies this module's source into each binary's /bin/sh launcher, which 
 data root to find the extracted runtime before anything else can be imported (it swaps the
 `_os` import below for the real `os` there).
 """
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
+from intent_loop.storage import fast_os
 
 ROOT_SUFFIX = ("plugin-data", "intent-loop", "v1")
 
 
 def _codex_home_from_plugin_data(plugin_data):
     """Codex sets PLUGIN_DATA to <codex-home>/plugins/data/<plugin>; return <codex-home> or None."""
-    parts = os.path.normpath(plugin_data).rsplit(os.sep, 3)
+    parts = fast_os.path.normpath(plugin_data).rsplit(fast_os.sep, 3)
     if len(parts) == 4 and parts[1] == "plugins" and parts[2] == "data" and parts[3] and parts[0]:
         return parts[0]
     return None
@@ -19,8 +19,8 @@ def _codex_home_from_plugin_data(plugin_data):
 
 def _codex_home_from_executable(executable):
     """An executable inside <codex-home>/plugins/cache/... names the Codex home it belongs to."""
-    marker = os.sep + os.path.join("plugins", "cache") + os.sep
-    path = os.path.abspath(executable)
+    marker = fast_os.sep + fast_os.path.join("plugins", "cache") + fast_os.sep
+    path = fast_os.path.abspath(executable)
     index = path.find(marker)
     return path[:index] if index > 0 else None
 
@@ -34,23 +34,23 @@ def find_data_root(env, executable=None, home=None):
     """
     explicit = env.get("INTENT_LOOP_DATA_DIR")
     if explicit:
-        if not os.path.isabs(explicit):
+        if not fast_os.path.isabs(explicit):
             raise ValueError(f"INTENT_LOOP_DATA_DIR must be an absolute path, got {explicit!r}")
-        return os.path.normpath(explicit), "INTENT_LOOP_DATA_DIR"
+        return fast_os.path.normpath(explicit), "INTENT_LOOP_DATA_DIR"
     codex_home = env.get("CODEX_HOME")
-    if codex_home and os.path.isabs(codex_home):
-        return os.path.join(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
+    if codex_home and fast_os.path.isabs(codex_home):
+        return fast_os.path.join(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
     plugin_data = env.get("PLUGIN_DATA")
-    if plugin_data and os.path.isabs(plugin_data):
+    if plugin_data and fast_os.path.isabs(plugin_data):
         inferred = _codex_home_from_plugin_data(plugin_data)
         if inferred:
-            return os.path.join(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
-        return os.path.join(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA"
+            return fast_os.path.join(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
+        return fast_os.path.join(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA"
     if executable:
         inferred = _codex_home_from_executable(executable)
         if inferred:
-            return os.path.join(inferred, *ROOT_SUFFIX), "plugin cache path"
+            return fast_os.path.join(inferred, *ROOT_SUFFIX), "plugin cache path"
     home = home if home is not None else env.get("HOME")
-    if home and os.path.isabs(home) and os.path.isdir(os.path.join(home, ".codex")):
-        return os.path.join(home, ".codex", *ROOT_SUFFIX), "~/.codex"
+    if home and fast_os.path.isabs(home) and fast_os.path.isdir(fast_os.path.join(home, ".codex")):
+        return fast_os.path.join(home, ".codex", *ROOT_SUFFIX), "~/.codex"
     return None

@@ -7,9 +7,9 @@ The file is `<sha256 of the body>\n<canonical JSON body>`, so a cache damaged or
 is ignored (and rebuilt), never believed.
 """
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import paths as paths_mod
-from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.storage import fast_os
+from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
 
 CACHE_FORMAT = 1
@@ -45,7 +45,7 @@ def _identity(st):
 
 def load(paths, reducer):
     """The cached checkpoint, or None when missing, unreadable or made by other code."""
-    path = os.path.join(paths.cache_dir, STATE_FILE)
+    path = fast_os.path.join(paths.cache_dir, STATE_FILE)
     try:
         if paths_mod.check_regular_file(path) is None:
             return None
@@ -100,19 +100,19 @@ def last_line_matches(paths, cached):
     if v.size == 0:
         return v.last_hash is None
     try:
-        fd = os.open(paths.ledger, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = fast_os.open(paths.ledger, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
     except OSError:
         return False
     try:
-        data = os.pread(fd, v.size - v.last_line_start, v.last_line_start)
+        data = fast_os.pread(fd, v.size - v.last_line_start, v.last_line_start)
     finally:
-        os.close(fd)
+        fast_os.close(fd)
     return line_hash_at(data, 0, len(data)) == v.last_hash
 
 
 def save(paths, reducer, verified, st):
     """Best effort: the cache is an accelerator, a failed write only costs a later rebuild."""
-    if not os.path.isdir(paths.cache_dir) or os.path.islink(paths.cache_dir):
+    if not fast_os.path.isdir(paths.cache_dir) or fast_os.path.islink(paths.cache_dir):
         return
     doc = {
         "format": CACHE_FORMAT,
@@ -127,11 +127,11 @@ def save(paths, reducer, verified, st):
         },
         "state": verified.state,
     }
-    from intent_loop.atomic import replace_atomically
+    from intent_loop.storage.atomic import replace_atomically
 
     body = canonical_bytes(doc)
     try:
-        replace_atomically(os.path.join(paths.cache_dir, STATE_FILE),
+        replace_atomically(fast_os.path.join(paths.cache_dir, STATE_FILE),
                            sha256_hex(body).encode() + b"\n" + body, durable=False)
     except IntentLoopError:
         pass

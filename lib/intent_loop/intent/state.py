@@ -1,5 +1,5 @@
 """The project state as a pure fold over verified ledger events (the reducer cached in cache/)."""
-from intent_loop.claims import is_direct_user_explicit
+from intent_loop.intent.claims import is_direct_user_explicit
 
 MAX_CLAIM_EVENT_REFS = 20
 # Events that change what a task asks for; the newest of them picks the default task.

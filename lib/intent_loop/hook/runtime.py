@@ -9,8 +9,8 @@ import time
 
 import _signal  # the C module: `import signal` builds enums and costs ~7 ms
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop.canonical import dumps, loads
+from intent_loop.storage import fast_os
+from intent_loop.storage.canonical import dumps, loads
 
 FAIL_OPEN = b'{"continue":true}'
 STDIN_CAP = 4 * 1024 * 1024
@@ -37,7 +37,7 @@ class _Output:
         view = memoryview(data)
         while view:
             try:
-                view = view[os.write(self.fd, view):]
+                view = view[fast_os.write(self.fd, view):]
             except InterruptedError:
                 continue
             except OSError:
@@ -48,7 +48,7 @@ def read_stdin(fd, cap=STDIN_CAP):
     """All of stdin up to `cap` bytes; the rest is drained so Codex never blocks writing it."""
     chunks, size = [], 0
     while True:
-        chunk = os.read(fd, 65536)
+        chunk = fast_os.read(fd, 65536)
         if not chunk:
             break
         if size < cap:
@@ -76,7 +76,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     """Run `handler(payload, context) -> {"context"?, "system_message"?, "after_answer"?}` fail-open;
     never raises. `after_answer` is (paths, job): work done once the answer is out, in a detached
     child when `detach` (the hook process), else right here (in-process callers and tests)."""
-    env = os.environ if env is None else env
+    env = fast_os.environ if env is None else env
     output = _Output(stdout_fd)
     started = time.monotonic()
     where = "start"
@@ -84,7 +84,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
 
     def on_term(signum, frame):
         output.write(FAIL_OPEN)
-        os._exit(0)
+        fast_os._exit(0)
 
     def on_alarm(signum, frame):
         raise HookDeadline()
@@ -117,7 +117,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
 
 def _finish_after_answer(after_answer, env, event_name, *, detach, deadline_seconds):
     try:
-        from intent_loop import deferred
+        from intent_loop.hook import deferred
 
         paths, job = after_answer
         failed = lambda exc: log_failure(env, event_name, "after_answer", exc)  # noqa: E731
@@ -133,17 +133,17 @@ def serve(event_name, handler):
     """The hook process's whole life: answer through `run_hook` (deferred work detached), then
     leave at once.
 
-    os._exit skips interpreter teardown (finalizing every loaded module and a GC pass), which
+    fast_os._exit skips interpreter teardown (finalizing every loaded module and a GC pass), which
     costs about 3 ms, a quarter of an interpreter start, once the write path is loaded. Nothing
-    is lost by it: the answer left through os.write, every file written was closed (and synced
+    is lost by it: the answer left through fast_os.write, every file written was closed (and synced
     where durability matters) before the handler returned, and the lock was released.
     """
-    if "INTENT_LOOP_EXTRACTING" in os.environ:  # only the first run after shiv extracted the runtime
-        from intent_loop.runtime_cache import finish_extraction
+    if "INTENT_LOOP_EXTRACTING" in fast_os.environ:  # only the first run after shiv extracted the runtime
+        from intent_loop.launch.extracted_runtime import finish_extraction
 
         finish_extraction()
     run_hook(event_name, handler, detach=True)
-    os._exit(0)
+    fast_os._exit(0)
 
 
 def parse_payload(raw, event_name):
@@ -163,23 +163,23 @@ def log_failure(env, event_name, where, exc):
     """Append one content-free line to <data root>/logs/hook-failures.jsonl (bounded, 0600)."""
     try:
         from intent_loop.errors import IntentLoopError
-        from intent_loop.paths import resolve_data_root
+        from intent_loop.storage.paths import resolve_data_root
 
         root, _how = resolve_data_root(env, executable=sys.argv[0] if sys.argv else None)
-        if not os.path.isdir(root):
+        if not fast_os.path.isdir(root):
             return
-        logs = os.path.join(root, "logs")
-        if not os.path.isdir(logs):
-            os.mkdir(logs, 0o700)
-        path = os.path.join(logs, "hook-failures.jsonl")
-        if os.path.exists(path) and os.path.getsize(path) > LOG_CAP:
-            os.replace(path, path + ".1")
+        logs = fast_os.path.join(root, "logs")
+        if not fast_os.path.isdir(logs):
+            fast_os.mkdir(logs, 0o700)
+        path = fast_os.path.join(logs, "hook-failures.jsonl")
+        if fast_os.path.exists(path) and fast_os.path.getsize(path) > LOG_CAP:
+            fast_os.replace(path, path + ".1")
         code = exc.code if isinstance(exc, IntentLoopError) else type(exc).__name__
         record = {"at": int(time.time()), "event": event_name, "where": where, "code": code}
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = fast_os.open(path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
         try:
-            os.write(fd, dumps(record).encode() + b"\n")
+            fast_os.write(fd, dumps(record).encode() + b"\n")
         finally:
-            os.close(fd)
+            fast_os.close(fd)
     except BaseException:  # logging must never turn a fail-open answer into a crash
         pass

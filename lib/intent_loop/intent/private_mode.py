@@ -1,16 +1,16 @@
 """Private-session control files: the only state a private session leaves (no statement, no excerpt)."""
 import time
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import paths as paths_mod
-from intent_loop.canonical import canonical_bytes, loads
+from intent_loop.storage import fast_os
+from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.canonical import canonical_bytes, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 CONTROL_SCHEMA = 1
 
 
 def control_path(paths, session_hash):
-    return os.path.join(paths.private_dir, f"{session_hash}.json")
+    return fast_os.path.join(paths.private_dir, f"{session_hash}.json")
 
 
 def read_control(paths, session_hash):
@@ -31,7 +31,7 @@ def read_control(paths, session_hash):
 def controls_for_task(paths, task_id):
     """Session hashes whose control file names `task_id`."""
     try:
-        names = os.listdir(paths.private_dir)
+        names = fast_os.listdir(paths.private_dir)
     except FileNotFoundError:
         return []
     found = []
@@ -56,7 +56,7 @@ def claim_control(paths, *, session_hash, task_id, now=time.time):
     record = {"schema_version": CONTROL_SCHEMA, "project_id": paths.project_id, "task_id": task_id,
               "host_session_hash": session_hash, "mode": "private", "updated_at": int(now())}
     paths_mod.check_regular_file(control_path(paths, session_hash))
-    from intent_loop.atomic import replace_atomically  # writers only: every hook reads controls
+    from intent_loop.storage.atomic import replace_atomically  # writers only: every hook reads controls
 
     replace_atomically(control_path(paths, session_hash), canonical_bytes(record))
 
@@ -68,5 +68,5 @@ def release_control(paths, *, session_hash, task_id):
         return False
     if current.get("task_id") != task_id:
         raise IntentLoopError(ErrorCode.PRIVATE_CONFLICT, "this session's private control names another task")
-    os.unlink(control_path(paths, session_hash))
+    fast_os.unlink(control_path(paths, session_hash))
     return True

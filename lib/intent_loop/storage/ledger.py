@@ -7,10 +7,11 @@ verified checkpoint, so a call only verifies the lines appended since that check
 """
 import time
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import checkpoint, paths as paths_mod
-from intent_loop.checkpoint import Verified
-from intent_loop.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.storage import fast_os
+from intent_loop.storage import checkpoint
+from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.checkpoint import Verified
+from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 SCHEMA_VERSION = 1
@@ -25,8 +26,8 @@ _HASH_FIELD_LEN = len(_HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the clo
 
 
 def new_uuid4():
-    """A random RFC 4122 version-4 UUID string (os.urandom; `import uuid` costs ~18 ms)."""
-    raw = bytearray(os.urandom(16))
+    """A random RFC 4122 version-4 UUID string (fast_os.urandom; `import uuid` costs ~18 ms)."""
+    raw = bytearray(fast_os.urandom(16))
     raw[6] = (raw[6] & 0x0F) | 0x40
     raw[8] = (raw[8] & 0x3F) | 0x80
     return format_uuid(bytes(raw))
@@ -244,10 +245,10 @@ def open_ledger(paths):
     st = paths_mod.check_regular_file(paths.ledger)
     if st is None:
         return None, None
-    fd = os.open(paths.ledger, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    fst = os.fstat(fd)
+    fd = fast_os.open(paths.ledger, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
+    fst = fast_os.fstat(fd)
     if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev):
-        os.close(fd)
+        fast_os.close(fd)
         raise paths_mod.unsafe(paths.ledger, "the ledger was swapped while opening it")
     return fd, fst
 
@@ -258,7 +259,7 @@ def read_range(fd, start, end):
     view = memoryview(buffer)
     done = 0
     while done < len(buffer):
-        got = os.preadv(fd, [view[done:]], start + done)
+        got = fast_os.preadv(fd, [view[done:]], start + done)
         if got == 0:
             break
         done += got
@@ -273,7 +274,7 @@ def _read_ledger(paths):
     try:
         return read_range(fd, 0, fst.st_size), fst
     finally:
-        os.close(fd)
+        fast_os.close(fd)
 
 
 def verify_from_checkpoint(fd, size, cached, reducer, *, project_id):
@@ -288,7 +289,7 @@ def verify_from_checkpoint(fd, size, cached, reducer, *, project_id):
 
 def is_project_present(paths):
     """True when the project directory exists (never creates anything; refuses links)."""
-    if not paths_mod.check_real_directory(os.path.join(paths.data_root, "projects")):
+    if not paths_mod.check_real_directory(fast_os.path.join(paths.data_root, "projects")):
         return False
     return paths_mod.check_real_directory(paths.dir)
 
@@ -309,7 +310,7 @@ def load_verified(paths, reducer, *, write_cache=True):
     try:
         verified = verify_from_checkpoint(fd, st.st_size, cached, reducer, project_id=paths.project_id)
     finally:
-        os.close(fd)
+        fast_os.close(fd)
     if write_cache:
         checkpoint.save(paths, reducer, verified, st)
     return verified

@@ -31,12 +31,14 @@ removed from `contract_published.source_message_refs`.
 """
 import os
 
-from intent_loop import private, provider
-from intent_loop.canonical import dumps, loads
-from intent_loop.deferred import PENDING_FILE
+from intent_loop.intent import private_mode
+
+from intent_loop.guard import provider
+from intent_loop.storage.canonical import dumps, loads
+from intent_loop.storage.pending_work import PENDING_FILE
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import chain, is_project_present, is_uuid, new_uuid4
-from intent_loop.transaction import Transaction
+from intent_loop.storage.ledger import chain, is_project_present, is_uuid, new_uuid4
+from intent_loop.storage.transaction import Transaction
 
 _NO_TASK_HINT = "see `intent-loop status` for the full ids"
 
@@ -48,7 +50,7 @@ def _confirm(expected, confirm):
 
 
 def _reducer():
-    from intent_loop.command_runner import REDUCER
+    from intent_loop.ops.apply_commands import REDUCER
 
     return REDUCER
 
@@ -264,8 +266,8 @@ def _clear_provider(paths, old_state, task_id, workspace, env):
 
 def _clear_private(paths, task_id):
     cleared = []
-    for session in private.controls_for_task(paths, task_id):
-        path = private.control_path(paths, session)
+    for session in private_mode.controls_for_task(paths, task_id):
+        path = private_mode.control_path(paths, session)
         try:
             os.unlink(path)
             cleared.append({"path": _rel(paths, path), "why": "private-session control naming the task"})

@@ -6,11 +6,12 @@ release. Sealing, verification and the lock-free read path are in `ledger`.
 """
 import time
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import checkpoint, paths as paths_mod
-from intent_loop.canonical import canonical_bytes, sha256_hex
+from intent_loop.storage import fast_os
+from intent_loop.storage import checkpoint
+from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.canonical import canonical_bytes, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.ledger import (check_request_id, empty_verified, fold_lines, open_ledger, read_range,
+from intent_loop.storage.ledger import (check_request_id, empty_verified, fold_lines, open_ledger, read_range,
                                 request_fingerprint, rfc3339_utc, seal, verify_from_checkpoint)
 
 
@@ -43,7 +44,7 @@ class Transaction:
         return self.verified.state
 
     def __enter__(self):
-        from intent_loop.lock import ProjectLock  # mutations only: reads never lock
+        from intent_loop.storage.lock import ProjectLock  # mutations only: reads never lock
 
         paths_mod.ensure_project_layout(self.paths)
         self.lock = ProjectLock(self.paths.dir, deadline=self.deadline)
@@ -61,7 +62,7 @@ class Transaction:
 
     def _close(self):
         if self.fd is not None:
-            os.close(self.fd)
+            fast_os.close(self.fd)
             self.fd = None
 
     def _reopen(self):
@@ -100,8 +101,8 @@ class Transaction:
             "offset": self.verified.size,
             "detected_at": rfc3339_utc(self._now()),
         }
-        name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.urandom(4).hex()}-torn-tail.json"
-        replace_atomically(os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
+        name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{fast_os.urandom(4).hex()}-torn-tail.json"
+        replace_atomically(fast_os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
         replace_atomically(self.paths.ledger, b"", prefix=(self.fd, self.verified.size))
         self._reopen()
         self.verified.torn_tail = 0
@@ -109,7 +110,7 @@ class Transaction:
 
     def find_request(self, request_id):
         """Events already recorded under `request_id` (the request index, kept current here)."""
-        from intent_loop import request_index
+        from intent_loop.storage import request_index
 
         return request_index.find(self, request_id)
 
@@ -144,7 +145,7 @@ class Transaction:
             self.durability_uncertain = True
         self._reopen()
         self._advance(lines, events, first_offset)
-        from intent_loop import request_index
+        from intent_loop.storage import request_index
 
         request_index.record(self, request_id, first_offset, events[-1]["event_hash"])
         if self.durability_uncertain:
@@ -186,19 +187,19 @@ class Transaction:
 
 def replace_atomically(path, data, **kwargs):
     """Lazy proxy: the read path (every hook) never needs the write machinery."""
-    from intent_loop.atomic import replace_atomically as replace
+    from intent_loop.storage.atomic import replace_atomically as replace
 
     return replace(path, data, **kwargs)
 
 
 def _remove_orphan_temps(paths):
     """Remove strictly named temp files that killed writers left (we hold the lock)."""
-    from intent_loop.atomic import is_temp_name_for
+    from intent_loop.storage.atomic import is_temp_name_for
 
     suffix = len(".") + 32 + len(".tmp")
     for directory in (paths.dir, paths.private_dir, paths.quarantine_dir, paths.cache_dir):
         try:
-            names = os.listdir(directory)
+            names = fast_os.listdir(directory)
         except FileNotFoundError:
             continue
         for name in names:
@@ -207,7 +208,7 @@ def _remove_orphan_temps(paths):
                 continue  # the project directory holds no other files we replace
             if target and is_temp_name_for(name, target):
                 try:
-                    os.unlink(os.path.join(directory, name))
+                    fast_os.unlink(fast_os.path.join(directory, name))
                 except OSError:
                     pass
 

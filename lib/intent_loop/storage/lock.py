@@ -15,10 +15,10 @@ Protocol (why each step exists):
 """
 import time
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import _platform
-from intent_loop.atomic import write_all
-from intent_loop.canonical import dumps, loads
+from intent_loop.storage import fast_os
+from intent_loop.storage import platform
+from intent_loop.storage.atomic import write_all
+from intent_loop.storage.canonical import dumps, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 OWNER_FILE = "owner.json"
@@ -32,10 +32,10 @@ class ProjectLock:
 
     def __init__(self, project_dir, *, deadline, silent_after=SILENT_AFTER, _sleep=time.sleep):
         self.project_dir = project_dir
-        self.lock_dir = os.path.join(project_dir, "ledger.lock")
+        self.lock_dir = fast_os.path.join(project_dir, "ledger.lock")
         self.deadline = deadline
         self.silent_after = silent_after
-        self.token = os.urandom(16).hex()
+        self.token = fast_os.urandom(16).hex()
         self._owner_fd = None
         self._installed = False
         self._sleep = _sleep
@@ -72,10 +72,10 @@ class ProjectLock:
             with _Gate(self.project_dir, self.deadline):
                 holder = self._inspect_holder()
                 if holder is None:
-                    if not os.path.isdir(prepared):  # cleaned away by a reclaimer; prepare again
+                    if not fast_os.path.isdir(prepared):  # cleaned away by a reclaimer; prepare again
                         self._close_owner()
                         prepared = self._prepare()
-                    os.rename(prepared, self.lock_dir)
+                    fast_os.rename(prepared, self.lock_dir)
                     self._installed = True
                     return
                 if holder["dead"]:
@@ -102,46 +102,46 @@ class ProjectLock:
     def _prepare(self):
         """Create `ledger.lock.<token>.tmp/owner.json`, flocked and fsynced, ready to rename."""
         prepared = f"{self.lock_dir}.{self.token}.tmp"
-        os.mkdir(prepared, 0o700)
-        owner_path = os.path.join(prepared, OWNER_FILE)
-        fd = os.open(owner_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fast_os.mkdir(prepared, 0o700)
+        owner_path = fast_os.path.join(prepared, OWNER_FILE)
+        fd = fast_os.open(owner_path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
         self._owner_fd = fd  # from here on _abandon closes it, whatever fails next
         # A holder cleaning residue may probe this fresh file with a brief shared lock between
         # our open and our flock; wait that out instead of failing.
-        if not _platform.wait_for_lock(fd, until=self.deadline, pause=0.0005):
+        if not platform.wait_for_lock(fd, until=self.deadline, pause=0.0005):
             raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "could not lock a fresh owner record before the deadline")
         record = {
-            "pid": os.getpid(),
+            "pid": fast_os.getpid(),
             "token": self.token,
-            "process_start": _platform.process_start_time(os.getpid()),
+            "process_start": platform.process_start_time(fast_os.getpid()),
             "acquired_at": time.time(),
         }
         write_all(fd, dumps(record).encode())
-        _platform.fsync_file(fd)
+        platform.fsync_file(fd)
         return prepared
 
     def _inspect_holder(self):
         """None when free; else a dict with `dead` (provably) and what is known of the holder."""
         try:
-            st = os.lstat(self.lock_dir)
+            st = fast_os.lstat(self.lock_dir)
         except FileNotFoundError:
             return None
-        if not os.path.isdir(self.lock_dir) or os.path.islink(self.lock_dir):
+        if not fast_os.path.isdir(self.lock_dir) or fast_os.path.islink(self.lock_dir):
             raise IntentLoopError(ErrorCode.UNSAFE_PATH, f"{self.lock_dir} is not a lock directory; remove it by hand")
-        owner_path = os.path.join(self.lock_dir, OWNER_FILE)
+        owner_path = fast_os.path.join(self.lock_dir, OWNER_FILE)
         try:
-            fd = os.open(owner_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = fast_os.open(owner_path, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
         except OSError:
             return {"dead": time.time() - st.st_mtime > OWNERLESS_GRACE, "ownerless": True, "ino": st.st_ino}
         try:
-            held = _platform.is_kernel_lock_held(fd)
-            owner_st = os.fstat(fd)
+            held = platform.is_kernel_lock_held(fd)
+            owner_st = fast_os.fstat(fd)
             try:
-                record = loads(os.read(fd, 4096))
+                record = loads(fast_os.read(fd, 4096))
             except ValueError:
                 record = {}
         finally:
-            os.close(fd)
+            fast_os.close(fd)
         record = record if isinstance(record, dict) else {}
         record.update(ino=st.st_ino, heartbeat=owner_st.st_mtime_ns, dead=not held or _is_pid_gone(record))
         return record
@@ -149,11 +149,11 @@ class ProjectLock:
     def _reclaim(self, holder):
         """Move a provably dead holder's directory aside (under the gate) and remove it."""
         marker = f"{self.lock_dir}.{self.token}.reclaimed"
-        os.rename(self.lock_dir, marker)
-        if os.lstat(marker).st_ino != holder["ino"]:
+        fast_os.rename(self.lock_dir, marker)
+        if fast_os.lstat(marker).st_ino != holder["ino"]:
             # Someone swapped the directory between inspection and rename: not ours to delete.
-            if not os.path.exists(self.lock_dir):
-                os.rename(marker, self.lock_dir)
+            if not fast_os.path.exists(self.lock_dir):
+                fast_os.rename(marker, self.lock_dir)
             raise IntentLoopError(ErrorCode.LOCK_CONFLICT, "the lock directory changed during reclaim; retry")
         remove_lock_tree(marker)
 
@@ -165,24 +165,24 @@ class ProjectLock:
 
     def _close_owner(self):
         if self._owner_fd is not None:
-            os.close(self._owner_fd)
+            fast_os.close(self._owner_fd)
             self._owner_fd = None
 
     # -- holding -----------------------------------------------------------------------------
     def heartbeat(self):
         """Show waiters we are making progress (touch the owner record)."""
         if self._owner_fd is not None:
-            os.utime(self._owner_fd)
+            fast_os.utime(self._owner_fd)
 
     def is_held(self):
         """True when `ledger.lock/owner.json` is still our own record."""
         if self._owner_fd is None:
             return False
         try:
-            current = os.stat(os.path.join(self.lock_dir, OWNER_FILE), follow_symlinks=False)
+            current = fast_os.stat(fast_os.path.join(self.lock_dir, OWNER_FILE), follow_symlinks=False)
         except OSError:
             return False
-        mine = os.fstat(self._owner_fd)
+        mine = fast_os.fstat(self._owner_fd)
         return (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev)
 
     def release(self):
@@ -193,7 +193,7 @@ class ProjectLock:
         try:
             with _Gate(self.project_dir, time.monotonic() + 5.0):
                 if self.is_held():
-                    os.rename(self.lock_dir, marker)
+                    fast_os.rename(self.lock_dir, marker)
         except (OSError, IntentLoopError):
             pass
         finally:
@@ -203,11 +203,11 @@ class ProjectLock:
     def clean_residue(self):
         """Remove lock temporaries and markers left by killed processes (call while holding)."""
         directory = self.project_dir
-        base = os.path.basename(self.lock_dir) + "."
-        for name in os.listdir(directory):
+        base = fast_os.path.basename(self.lock_dir) + "."
+        for name in fast_os.listdir(directory):
             if not name.startswith(base) or not name.endswith(_RESIDUE_SUFFIXES):
                 continue
-            path = os.path.join(directory, name)
+            path = fast_os.path.join(directory, name)
             if name.endswith(".tmp") and _is_being_prepared(path):
                 continue  # another waiter's prepared directory
             remove_lock_tree(path)
@@ -222,52 +222,52 @@ class _Gate:
         self.fd = None
 
     def __enter__(self):
-        self.fd = os.open(self.project_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        if not _platform.wait_for_lock(self.fd, until=self.deadline, pause=0.0005):
-            os.close(self.fd)
+        self.fd = fast_os.open(self.project_dir, fast_os.O_RDONLY | getattr(fast_os, "O_DIRECTORY", 0))
+        if not platform.wait_for_lock(self.fd, until=self.deadline, pause=0.0005):
+            fast_os.close(self.fd)
             raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "the project lock gate stayed busy until the deadline; retry")
         return self
 
     def __exit__(self, *exc_info):
-        os.close(self.fd)  # closing drops the flock
+        fast_os.close(self.fd)  # closing drops the flock
 
 
 def _is_pid_gone(record):
     pid = record.get("pid")
     if not isinstance(pid, int):
         return False
-    if not _platform.is_process_alive(pid):
+    if not platform.is_process_alive(pid):
         return True
     recorded = record.get("process_start")
-    current = _platform.process_start_time(pid)
+    current = platform.process_start_time(pid)
     return recorded is not None and current is not None and recorded != current
 
 
 def _is_being_prepared(path):
-    owner = os.path.join(path, OWNER_FILE)
+    owner = fast_os.path.join(path, OWNER_FILE)
     try:
-        fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = fast_os.open(owner, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
     except OSError:
         try:
-            return time.time() - os.lstat(path).st_mtime <= OWNERLESS_GRACE
+            return time.time() - fast_os.lstat(path).st_mtime <= OWNERLESS_GRACE
         except OSError:
             return False
     try:
-        return _platform.is_kernel_lock_held(fd)
+        return platform.is_kernel_lock_held(fd)
     finally:
-        os.close(fd)
+        fast_os.close(fd)
 
 
 def remove_lock_tree(path, *, attempts=3):
     """Remove a lock directory (flat: it only ever holds owner.json) with bounded retries."""
     for _ in range(attempts):
         try:
-            if os.path.islink(path):
-                os.unlink(path)
+            if fast_os.path.islink(path):
+                fast_os.unlink(path)
                 return
-            for name in os.listdir(path):
-                os.unlink(os.path.join(path, name))
-            os.rmdir(path)
+            for name in fast_os.listdir(path):
+                fast_os.unlink(fast_os.path.join(path, name))
+            fast_os.rmdir(path)
             return
         except FileNotFoundError:
             return

@@ -1,9 +1,9 @@
 """Guard 0.2.2's acceptance rules for a provider document, its snapshot hash and its bytes."""
 import time
 
-from intent_loop.canonical import canonical_bytes, dumps, loads, sha256_hex
+from intent_loop.storage.canonical import canonical_bytes, dumps, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.rules import EVIDENCE_SOURCES, is_blank, rule_error, strip_guard_space
+from intent_loop.intent.rule_grammar import EVIDENCE_SOURCES, is_blank, rule_error, strip_guard_space
 
 MAX_DOCUMENT_BYTES = 262_144  # Guard: "contract exceeds the 256 KiB safety limit"
 SCHEMA_VERSION = "1.0"

@@ -8,16 +8,16 @@ every byte before it. Otherwise it is rebuilt from the ledger. A hit is always c
 against the ledger's own line, so a damaged index can cost time but never a wrong answer.
 """
 
-from intent_loop import _os as os  # `os` without its import cost (see _os.py)
-from intent_loop import paths as paths_mod
-from intent_loop.canonical import loads, sha256_hex
+from intent_loop.storage import fast_os
+from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.canonical import loads, sha256_hex
 
 INDEX_FILE = "requests.idx"
 _HASH_FIELD = b',"event_hash":"'
 
 
 def _path(tx):
-    return os.path.join(tx.paths.cache_dir, INDEX_FILE)
+    return fast_os.path.join(tx.paths.cache_dir, INDEX_FILE)
 
 
 def _key(request_id):
@@ -26,7 +26,7 @@ def _key(request_id):
 
 def _read(tx):
     """(index bytes, covered end) of a trustworthy index; (b"", 0) to start from nothing."""
-    from intent_loop.ledger import read_range
+    from intent_loop.storage.ledger import read_range
 
     path = _path(tx)
     try:
@@ -54,7 +54,7 @@ def _read(tx):
 
 def _discard(path):
     try:
-        os.unlink(path)
+        fast_os.unlink(path)
     except OSError:
         pass
     return b"", 0
@@ -62,7 +62,7 @@ def _discard(path):
 
 def _catch_up(tx, data, covered):
     """Index the requests the ledger holds after `covered` (usually none)."""
-    from intent_loop.ledger import read_range
+    from intent_loop.storage.ledger import read_range
 
     if covered >= tx.verified.size:
         return data
@@ -90,20 +90,20 @@ def _record(request_id, offset, end, last_hash):
 
 def _append(tx, data):
     try:
-        fd = os.open(_path(tx), os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = fast_os.open(_path(tx), fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
     except OSError:
         return  # the cache is an accelerator: without it the next lookup rebuilds
     try:
-        os.write(fd, data)
+        fast_os.write(fd, data)
     except OSError:
         pass
     finally:
-        os.close(fd)
+        fast_os.close(fd)
 
 
 def find(tx, request_id):
     """The events recorded under `request_id`, confirmed against the ledger; [] when none."""
-    from intent_loop.ledger import read_range
+    from intent_loop.storage.ledger import read_range
 
     if tx.fd is None:
         return []

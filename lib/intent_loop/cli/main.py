@@ -1,0 +1,66 @@
+"""The `intent-loop` command line: `main(argv) -> int`, one module per command group."""
+import argparse
+import importlib
+import sys
+
+from intent_loop.cli.common import Console, report_error
+from intent_loop.errors import IntentLoopError
+
+# Each module defines register(subparsers); order is the order of `intent-loop --help`.
+COMMAND_MODULES = ("inspect", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "replay", "demo")
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so main() owns the exit status."""
+
+    def error(self, message):
+        raise _UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def build_parser():
+    parser = _Parser(prog="intent-loop", description=(
+        "Look at, fix and manage what the intent-loop hooks recorded for the project in the "
+        "current directory. Every command takes --help."))
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"intent_loop.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"intent_loop.cli.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv=None, *, console=None):
+    """Run one command; 0 done, 1 a check found a problem or the operation failed, 2 usage error."""
+    console = console or Console()
+    parser = build_parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except _UsageError as exc:
+        console.err(str(exc))
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help and --version print and "exit"
+        return int(exc.code or 0)
+    if not getattr(args, "func", None):
+        console.out(parser.format_help())
+        return EXIT_USAGE
+    try:
+        return args.func(args, console)
+    except IntentLoopError as exc:
+        return report_error(console, exc, as_json=getattr(args, "json", False))
+
+
+def run():
+    """Entry point of dist/intent-loop."""
+    from intent_loop.launch.extracted_runtime import finish_extraction
+
+    finish_extraction()
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Work a hook finishes after it has answered: its hash-only observation and Stop's Guard refresh.
+
+A prompt in a linked session and every Stop append one hash-only event, and the seed's durable
+write is a full ledger rewrite (copy, fsync, rename, directory fsync: about 2 ms at 1,000 events
+and 10 ms at 10,000 on the development VM). Nothing in the answer depends on that event, and
+Codex waits for the hook process, not for what it leaves behind. So the hook answers first and a
+detached child does the write, under the same lock protocol, with its own deadline, logging a
+failure the way the hook would have. Commands are never deferred: their receipt says "recorded"
+only after the write.
+
+Anyone who must see that work done (replay, tests, benchmarks) calls `pending_work.wait_idle`:
+every child holds a shared flock on `cache/deferred.lock`, taken by the parent before fork(), so
+there is no moment when the work exists and the lock does not.
+"""
+import time
+
+import _signal
+
+from intent_loop.storage import fast_os, pending_work
+
+
+def detach(paths, job, *, deadline_seconds, on_failure):
+    """Run `job(deadline)` in a detached child; the caller goes on (and exits) at once.
+
+    If the child cannot be created the job runs here instead: slower, never lost.
+    """
+    pending = pending_work.hold(paths)
+    try:
+        pid = fast_os.fork()
+    except OSError:
+        run_inline(job, deadline_seconds=deadline_seconds, on_failure=on_failure)
+        return
+    if pid:
+        return  # the parent's copy of `pending` closes when it exits; the child's keeps the flock
+    try:
+        fast_os.setsid()  # out of Codex's process group: its timeout kill is for the hook, not for this
+        _detach_stdio()
+        _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+        run_inline(job, deadline_seconds=deadline_seconds, on_failure=on_failure)
+    finally:
+        fast_os._exit(0)
+
+
+def run_inline(job, *, deadline_seconds, on_failure):
+    """Run `job(deadline)` bounded by SIGALRM (the hook's HookDeadline handler is installed)."""
+    deadline = time.monotonic() + deadline_seconds
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, deadline_seconds)
+        job(deadline - 0.25)
+    except BaseException as exc:  # a detached job has nobody to raise to: log it, like a hook failure
+        on_failure(exc)
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+
+
+def _detach_stdio():
+    """Codex reads the hook's stdout and stderr until EOF: the child must not hold them."""
+    null = fast_os.open("/dev/null", fast_os.O_RDWR)
+    for fd in (0, 1, 2):
+        fast_os.dup2(null, fd)
+    if null > 2:
+        fast_os.close(null)

@@ -1,0 +1,44 @@
+"""The pending-work lock `cache/deferred.lock`: detached hook writers hold it shared, waiters exclusive.
+
+Lives in storage because deletion must keep the file and replay, tests and benchmarks wait on it;
+the detached writers themselves are the hook layer's (intent_loop.hook.deferred).
+"""
+import time
+
+from intent_loop.errors import IntentLoopError
+from intent_loop.storage import fast_os, platform
+from intent_loop.storage import paths as paths_mod
+
+PENDING_FILE = "deferred.lock"
+
+
+def hold(paths):
+    """Open `cache/deferred.lock` with a shared flock, or None: then waiters cannot see this job,
+    which still runs. Bounded: the answer is already out and no timer guards this step, so a
+    foreign exclusive holder (waiters only ever hold it for an instant) must not keep the hook."""
+    try:
+        paths_mod.ensure_directory(paths.cache_dir)  # deletable at any time; the job writes it anyway
+        fd = fast_os.open(fast_os.path.join(paths.cache_dir, PENDING_FILE),
+                     fast_os.O_RDONLY | fast_os.O_CREAT | fast_os.O_NOFOLLOW, 0o600)
+    except (OSError, IntentLoopError):
+        return None
+    try:
+        if platform.wait_for_lock(fd, shared=True, until=time.monotonic() + 0.02, pause=0.001):
+            return fd
+    except OSError:  # no flock here (ENOLCK on some network filesystems)
+        pass
+    fast_os.close(fd)
+    return None
+
+
+def wait_idle(paths, *, timeout):
+    """True once no detached work of this project is running (False after `timeout` seconds)."""
+    path = fast_os.path.join(paths.cache_dir, PENDING_FILE)
+    try:
+        fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NOFOLLOW)
+    except OSError:
+        return True  # no detached work was ever started here (or the cache was deleted)
+    try:
+        return platform.wait_for_lock(fd, until=time.monotonic() + timeout, pause=0.002)
+    finally:
+        fast_os.close(fd)
