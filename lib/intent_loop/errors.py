@@ -61,6 +61,8 @@ class ErrorCode:
     # installation and the command line
     HOOKS_CONFIG_INVALID = "HOOKS_CONFIG_INVALID"
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    # a bug of intent-loop itself: only the CLI's main raises it, from an unexpected exception
+    INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
 class IntentLoopError(Exception):

@@ -4,11 +4,12 @@ import importlib
 import sys
 
 from intent_loop.cli.common import Console, report_error
-from intent_loop.errors import IntentLoopError
+from intent_loop.errors import ErrorCode, IntentLoopError
 
 # Each module defines register(subparsers); order is the order of `intent-loop --help`.
 COMMAND_MODULES = ("inspect", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "replay", "demo")
-EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+DEBUG_VARIABLE = "INTENT_LOOP_DEBUG"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,7 +40,8 @@ def build_parser():
 
 
 def main(argv=None, *, console=None):
-    """Run one command; 0 done, 1 a check found a problem or the operation failed, 2 usage error."""
+    """Run one command; 0 done, 1 a check found a problem or the operation failed, 2 usage error,
+    3 an internal error (a bug: INTERNAL_ERROR)."""
     console = console or Console()
     parser = build_parser()
     try:
@@ -56,6 +58,21 @@ def main(argv=None, *, console=None):
         return args.func(args, console)
     except IntentLoopError as exc:
         return report_error(console, exc, as_json=getattr(args, "json", False))
+    except Exception as exc:  # the one catch-all: no traceback reaches a user (library code never has one)
+        return _report_internal_error(console, exc, as_json=getattr(args, "json", False))
+
+
+def _report_internal_error(console, exc, *, as_json):
+    """INTERNAL_ERROR with a one-line hint; INTENT_LOOP_DEBUG=1 adds the traceback on stderr."""
+    if console.env.get(DEBUG_VARIABLE) == "1":
+        import traceback
+
+        console.err("".join(traceback.format_exception(exc)).rstrip())
+    error = IntentLoopError(ErrorCode.INTERNAL_ERROR, (
+        f"unexpected {type(exc).__name__}; stored data was not changed by this report. "
+        f"Run again with {DEBUG_VARIABLE}=1 to see the traceback, and report it"))
+    report_error(console, error, as_json=as_json)
+    return EXIT_INTERNAL
 
 
 def run():
