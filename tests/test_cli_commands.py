@@ -88,13 +88,13 @@ def test_modes_off_private_on(cli):
 def test_candidates(cli, project):
     # three distinct tasks carrying the same statement produce a candidate
     from intent_loop.intent import tasks as tasks_mod
-    from intent_loop.storage.ledger import rfc3339_utc
+    from intent_loop.storage.timestamps import format_utc
     from intent_loop.storage.transaction import mutate
     import time
 
     for n in range(3):
         def plan(state, n=n):
-            p = tasks_mod.Plan(state, now=rfc3339_utc(time.time()))
+            p = tasks_mod.Plan(state, now=format_utc(time.time()))
             claim = tasks_mod.user_claim(p, statement="always run the linter", facets=["soft_constraint"],
                                          scope="task", source_ref={"kind": "user_event", "event_id": f"e{n}"})
             tasks_mod.start_task(p, task_id=tasks_mod.derived_task_id(project.project_id, f"r{n}"),

@@ -14,7 +14,8 @@ from intent_loop.intent import tasks
 from intent_loop.storage.canonical import canonical_bytes, dumps
 from intent_loop.ops.apply_commands import REDUCER, refresh_quietly
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.ledger import load_verified, new_uuid4, rfc3339_utc, verify_all
+from intent_loop.storage.ledger import load_verified, new_uuid4, verify_all
+from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import mutate
 from helpers.cli_runner import make_cli
 
@@ -39,7 +40,7 @@ def start(project, cli, statements, *, session_hash=None):
     holder = {}
 
     def plan(state):
-        the_plan = tasks.Plan(state, now=rfc3339_utc(time.time()))
+        the_plan = tasks.Plan(state, now=format_utc(time.time()))
         claims = [tasks.user_claim(the_plan, statement=s, facets=["outcome"], scope="task",
                                    source_ref={"kind": "user_event", "event_id": request_id}) for s in statements]
         holder["task"] = tasks.start_task(the_plan, task_id=new_uuid4(), initial_claims=claims,
@@ -54,7 +55,7 @@ def start(project, cli, statements, *, session_hash=None):
 
 
 def _link(state, task_id):
-    the_plan = tasks.Plan(state, now=rfc3339_utc(time.time()))
+    the_plan = tasks.Plan(state, now=format_utc(time.time()))
     tasks.link_session(the_plan, task_id=task_id, session_hash="d" * 64)
     return the_plan.drafts
 

@@ -11,7 +11,7 @@ import pytest
 from intent_loop.intent import claims as claims_mod
 from intent_loop.ops import apply_commands
 from intent_loop.intent import prompt_commands
-from intent_loop.storage import ledger
+from intent_loop.storage import ledger, timestamps
 from intent_loop.intent import private_mode
 from intent_loop.intent import tasks
 from intent_loop.storage import transaction
@@ -70,7 +70,7 @@ def active_by_statement(task, statement):
 
 def mutate(project, plan_fn, *, operation="test", params=None, request_id=None):
     def plan(state):
-        p = tasks.Plan(state, now=ledger.rfc3339_utc(time.time()))
+        p = tasks.Plan(state, now=timestamps.format_utc(time.time()))
         plan_fn(p)
         return p.drafts
 

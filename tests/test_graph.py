@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from intent_loop.storage.timestamps import utc_sort_key
+
 from intent_loop.ops import graph
 
 from intent_loop.guard import provider
@@ -53,7 +55,7 @@ def test_export_document_shape(cli):
     doc = json.loads(_export(cli, task_id))
     assert doc["format"] == "intent-loop-graph" and doc["version"] == 1
     assert doc["task"]["task_id"] == task_id and doc["task"]["mode"] == "on"
-    assert graph.parse_utc(doc["exported_at"]) is not None
+    assert utc_sort_key(doc["exported_at"]) is not None
     states = {c["claim_id"]: c["state"] for c in doc["claims"]}
     assert states == {ids["goal"]: "active", ids["old"]: "superseded", ids["new"]: "active",
                       ids["dropped"]: "invalidated"}

@@ -8,10 +8,10 @@ import pytest
 from helpers.imports import costly_modules_loaded
 from intent_loop.storage.canonical import loads
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage.timestamps import format_utc
 from intent_loop.guard.acceptance import (
     MAX_DOCUMENT_BYTES,
     build_document,
-    format_updated_at,
     projection_bytes,
     projection_sha256,
     render_document,
@@ -358,8 +358,8 @@ def test_task_contract_lite_uses_top_level_paths():
     assert _paths(validate_task_contract_lite(lite)) == ["objective", "scope.include[0]"]
 
 
-def test_rfc3339_error_accepts_what_format_updated_at_writes():
-    assert rfc3339_error(format_updated_at(1_787_875_200.5)) is None
+def test_rfc3339_error_accepts_what_format_utc_writes():
+    assert rfc3339_error(format_utc(1_787_875_200.5)) is None
 
 
 # --- file bytes ---------------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def test_file_hash_mismatch_is_reported():
 @pytest.mark.parametrize(("projection", "length", "digest"), GOLDEN)
 def test_build_document_validates_cleanly(projection, length, digest):
     doc = build_document(projection, contract_ref="intent:t", contract_version=1,
-                         source_message_refs=(), updated_at=format_updated_at(1_787_875_200))
+                         source_message_refs=(), updated_at=format_utc(1_787_875_200))
     assert validate_provider_document(doc) == []
     assert doc["envelope"]["snapshot_sha256"] == digest
     assert doc["envelope"]["source_message_refs"] == []
@@ -478,20 +478,20 @@ def test_render_document_rejects_a_lone_surrogate():
 @pytest.mark.parametrize(("epoch", "expected"), [
     (0, "1970-01-01T00:00:00.000Z"),
     (1_787_875_200.123, "2026-08-28T00:00:00.123Z"),
-    (1_787_875_199.9996, "2026-08-28T00:00:00.000Z"),
+    (1_787_875_199.9996, "2026-08-27T23:59:59.999Z"),  # truncated, never rounded up
     (951_782_400, "2000-02-29T00:00:00.000Z"),
     (-1.5, "1969-12-31T23:59:58.500Z"),
     (253_402_300_799, "9999-12-31T23:59:59.000Z"),
 ])
-def test_format_updated_at(epoch, expected):
-    assert format_updated_at(epoch) == expected
+def test_format_utc(epoch, expected):
+    assert format_utc(epoch) == expected
     assert rfc3339_error(expected) is None
 
 
 @pytest.mark.parametrize("epoch", [float("nan"), float("inf"), 253_402_300_800, -62_135_596_801])
-def test_format_updated_at_out_of_range(epoch):
+def test_format_utc_out_of_range(epoch):
     with pytest.raises(IntentLoopError) as caught:
-        format_updated_at(epoch)
+        format_utc(epoch)
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT
 
 

@@ -22,7 +22,7 @@ from intent_loop.ops import apply_commands
 
 from intent_loop.storage import pending_work
 
-from intent_loop.storage import ledger
+from intent_loop.storage import ledger, timestamps
 
 from intent_loop.intent import tasks
 
@@ -43,7 +43,7 @@ def seed(data_root, workspace, events):
     paths = project_paths(str(data_root), str(workspace))
     session = session_hash(SESSION)
     with transaction.Transaction(paths, apply_commands.REDUCER, deadline=time.monotonic() + 120) as tx:
-        plan = tasks.Plan(tx.state, now=ledger.rfc3339_utc(time.time()))
+        plan = tasks.Plan(tx.state, now=timestamps.format_utc(time.time()))
         claims = [tasks.user_claim(plan, statement=s, facets=[f], scope="task",
                                    source_ref={"kind": "user_event", "event_id": _turn_id(0)})
                   for s, f in (("Fix the login redirect loop", "outcome"),
@@ -61,7 +61,7 @@ def seed(data_root, workspace, events):
                 "request_fingerprint": "0" * 64})
             request_id = ("prompt:" if actor == "user" else "stop:") + hashlib.sha256(turn.encode()).hexdigest()
             event, line = ledger.seal(draft, project_id=paths.project_id, request_id=request_id, prev_hash=prev,
-                                      occurred_at=ledger.rfc3339_utc(time.time()))
+                                      occurred_at=timestamps.format_utc(time.time()))
             prev = event["event_hash"]
             lines.append(line)
         tx.replace_ledger(tx.data + b"".join(lines), expect_count=events)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib"
 sys.path.insert(0, str(LIB))
 
-from intent_loop.storage import ledger
+from intent_loop.storage import ledger, timestamps
 
 from intent_loop.storage import transaction
 from intent_loop.storage import paths as paths_mod
@@ -114,7 +114,7 @@ class Ledger:
             fingerprint = ledger.request_fingerprint(OPERATION, {"n": request_id})
             draft.payload = dict(draft.payload, request_fingerprint=fingerprint)
             event, line = ledger.seal(draft, project_id=self.paths.project_id, request_id=request_id,
-                                      prev_hash=prev, occurred_at=ledger.rfc3339_utc(time.time()))
+                                      prev_hash=prev, occurred_at=timestamps.format_utc(time.time()))
             prev = event["event_hash"]
             lines.append(line)
         replace_atomically(self.paths.ledger, b"".join(lines))

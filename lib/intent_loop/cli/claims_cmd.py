@@ -10,7 +10,8 @@ from intent_loop.cli.common import (add_json_flag, add_task_option, current_proj
                                     pick_task, show_group_help)
 from intent_loop.ops.apply_commands import REDUCER, add_publication, apply_quietly
 from intent_loop.intent.prompt_commands import CLAIM_VERBS, build_claim, verb_for_claim
-from intent_loop.storage.ledger import new_uuid4, rfc3339_utc
+from intent_loop.storage.ledger import new_uuid4
+from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import mutate
 
 
@@ -72,7 +73,7 @@ def _run(console, *, operation, params, step):
     holder = {}
 
     def plan(state):
-        the_plan = tasks.Plan(state, now=rfc3339_utc(time.time()))
+        the_plan = tasks.Plan(state, now=format_utc(time.time()))
         holder["info"] = step(the_plan, request_id)
         if the_plan.drafts:  # the contract version goes into the same ledger write as the change
             holder["planned"] = add_publication(the_plan, workspace=paths.root, env=console.env)

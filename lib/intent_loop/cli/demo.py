@@ -24,7 +24,6 @@ def _indent(text, prefix="    "):
 
 
 def cmd_demo(args, console):
-    from intent_loop.ops.apply_commands import REDUCER
     from intent_loop.cli.demo_sample import STEPS
     from intent_loop.guard.acceptance import validate_provider_document
     from intent_loop.intent.state import active_claims

@@ -149,17 +149,12 @@ def stable_text(value):
 # -- timeline -------------------------------------------------------------------------------
 def _parse_time(text, option):
     """Epoch seconds of an RFC 3339 timestamp, or INVALID_ARGUMENT."""
-    from intent_loop.guard.acceptance import rfc3339_error
+    from intent_loop.storage.timestamps import parse_epoch, rfc3339_error
 
     problem = rfc3339_error(text) if isinstance(text, str) else "missing"
     if problem:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{option} {text!r}: {problem} (e.g. 2026-01-31T12:00:00Z)")
-    import datetime
-
-    try:
-        return datetime.datetime.fromisoformat(text.replace("z", "Z").replace("t", "T")).timestamp()
-    except ValueError as exc:
-        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{option} {text!r}: {exc}") from None
+    return parse_epoch(text)
 
 
 def read_events(paths):

@@ -12,18 +12,11 @@ import time
 
 from intent_loop.cli.common import add_json_flag
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage.timestamps import format_compact_utc
+from intent_loop.launch.binaries import HOOK_PREFIX, HOOKS, handler_group
 
 HOOKS_FILE = "hooks.json"
-TIMEOUT_SECONDS = 5
-STATUS_MESSAGE = "intent-loop"
-OUR_PREFIX = "intent-loop-"
 TOP_LEVEL_KEYS = ("description", "hooks")
-# event -> (dist binary, matcher or None)
-OUR_HANDLERS = (
-    ("SessionStart", "intent-loop-session-start", "startup|resume|clear|compact"),
-    ("UserPromptSubmit", "intent-loop-user-prompt", None),
-    ("Stop", "intent-loop-stop", None),
-)
 TRUST_REMINDER = ("Codex skips untrusted hooks silently: start Codex, open `/hooks` in the TUI and trust the "
                   "three intent-loop hooks (again after every install that changed them).")
 
@@ -66,31 +59,31 @@ def handler_command(binary, python):
 
 def desired_groups(dist_dir, python):
     """event -> the matcher group we install."""
-    groups = {}
-    for event, name, matcher in OUR_HANDLERS:
-        handler = {"type": "command", "command": handler_command(os.path.join(dist_dir, name), python),
-                   "timeout": TIMEOUT_SECONDS, "statusMessage": STATUS_MESSAGE}
-        group = {"matcher": matcher} if matcher else {}
-        group["hooks"] = [handler]
-        groups[event] = group
-    return groups
+    return {hook.event: handler_group(hook, handler_command(os.path.join(dist_dir, hook.name), python))
+            for hook in HOOKS}
 
 
 def is_ours(handler):
     """A handler whose command runs a binary named intent-loop-* (after any VAR=value prefixes)."""
+    program = handler_program(handler)
+    return program is not None and os.path.basename(program).startswith(HOOK_PREFIX)
+
+
+def handler_program(handler):
+    """The program a handler's command runs (after any VAR=value prefixes, env, exec), or None."""
     if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
-        return False
+        return None
     try:
         words = shlex.split(handler["command"])
     except ValueError:
-        return False
+        return None
     for word in words:
         if "=" in word.split("/", 1)[0] and not word.startswith("/"):
             continue  # NAME=value assignment
         if word in ("env", "exec"):
             continue
-        return os.path.basename(word).startswith(OUR_PREFIX)
-    return False
+        return word
+    return None
 
 
 def _invalid(path, why):
@@ -201,7 +194,7 @@ def write_config(path, old_raw, new_bytes):
             mode = os.stat(path).st_mode & 0o777
         except OSError:
             pass
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        stamp = format_compact_utc(time.time())
         backup = f"{path}.bak-{stamp}"
         n = 1
         while os.path.lexists(backup):
@@ -223,7 +216,7 @@ def cmd_install(args, console):
     codex_home = codex_home_for(args.codex_home, console.env)
     path = os.path.join(codex_home, HOOKS_FILE)
     dist = _dist_dir(args)
-    missing = [name for _e, name, _m in OUR_HANDLERS if not os.access(os.path.join(dist, name), os.X_OK)]
+    missing = [hook.name for hook in HOOKS if not os.access(os.path.join(dist, hook.name), os.X_OK)]
     if missing:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
                               f"no built hook binaries in {dist} (missing {', '.join(missing)}); "

@@ -4,6 +4,7 @@ import sys
 import time
 
 from intent_loop.storage import lock as lock_mod
+from intent_loop.storage import quarantine
 
 from intent_loop.guard import provider
 from intent_loop.storage.data_root import ROOT_SUFFIX
@@ -11,12 +12,13 @@ from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
 from intent_loop.ops.apply_commands import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
 from intent_loop.storage.ledger import is_project_present, verify_all
 from intent_loop.storage.ledger import verified_prefix as ledger_verified_prefix
 from intent_loop.storage.paths import ProjectPaths, check_regular_file, ensure_project_layout
 
-_HOOK_MARK = "intent-loop-"
-_BINARIES = ("intent-loop", "intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop")
+_HOOK_MARK = HOOK_PREFIX
+_BINARIES = tuple(binary.name for binary in BINARIES)
 
 
 def register(subparsers):
@@ -310,17 +312,17 @@ def _apply(paths, console):
         if error is None:
             return {"applied": False, "verified_lines": count}
         suffix = data[len(prefix):]
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
-        base = os.path.join(paths.quarantine_dir, stamp)
+        suffix_name, manifest_name = quarantine.recovered_suffix_names(time.time())
+        suffix_path = os.path.join(paths.quarantine_dir, suffix_name)
         manifest = {"kind": "recovered_suffix", "byte_length": len(suffix), "sha256": sha256_hex(suffix),
                     "offset": len(prefix), "first_bad_line": error.line, "error_code": error.code,
                     "reason": error.message, "verified_lines": count}
-        replace_atomically(base + "-suffix.jsonl", suffix, mode=0o600)
-        replace_atomically(base + "-suffix.manifest.json", canonical_bytes(manifest) + b"\n", mode=0o600)
+        replace_atomically(suffix_path, suffix, mode=0o600)
+        replace_atomically(os.path.join(paths.quarantine_dir, manifest_name), canonical_bytes(manifest) + b"\n", mode=0o600)
         replace_atomically(paths.ledger, prefix)
         try:
             os.unlink(os.path.join(paths.cache_dir, "state.json"))
         except FileNotFoundError:
             pass
     return {"applied": True, "verified_lines": count, "verified_bytes": len(prefix),
-            "quarantine": base + "-suffix.jsonl", "manifest": manifest}
+            "quarantine": suffix_path, "manifest": manifest}

@@ -1,8 +1,8 @@
 """Guard 0.2.2's acceptance rules for a provider document, its snapshot hash and its bytes."""
-import time
 
 from intent_loop.storage.canonical import canonical_bytes, dumps, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage.timestamps import rfc3339_error
 from intent_loop.intent.rule_grammar import EVIDENCE_SOURCES, is_blank, rule_error, strip_guard_space
 
 MAX_DOCUMENT_BYTES = 262_144  # Guard: "contract exceeds the 256 KiB safety limit"
@@ -30,10 +30,7 @@ INIT_PLACEHOLDERS = (  # written by `efg init`; Guard refuses a contract that st
 _FOLDED_PLACEHOLDERS = tuple(sentence.casefold() for sentence in INIT_PLACEHOLDERS)
 _MAX_SAFE_INTEGER = 2**53 - 1  # Guard reads numbers as JS doubles; larger versions would round
 _HEX = "0123456789abcdef"
-_DIGITS = "0123456789"
 _UTF8_BOM = b"\xef\xbb\xbf"
-_EPOCH_MIN = -62_135_596_800  # 0001-01-01T00:00:00Z
-_EPOCH_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z: RFC 3339 years have four digits
 
 
 def projection_bytes(projection):
@@ -255,60 +252,6 @@ def validate_provider_document(doc):
     return errors
 
 
-def _digits(text, start, count):
-    """The integer in text[start:start+count], or None unless it is exactly ASCII digits."""
-    part = text[start:start + count]
-    if len(part) != count or any(char not in _DIGITS for char in part):
-        return None
-    return int(part)
-
-
-def _days_in_month(year, month):
-    if month == 2:
-        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
-    return 30 if month in (4, 6, 9, 11) else 31
-
-
-def rfc3339_error(text):
-    """None for an RFC 3339 date-time Guard accepts, else why not.
-
-    Uppercase `T` and `Z` only (RFC 3339 section 5.6 lets a specification require them), seconds
-    required, a real calendar date, no leap second 60, offset `Z` or `+hh:mm`/`-hh:mm`.
-    """
-    if not isinstance(text, str):
-        return f"must be an RFC 3339 date-time string, not {_type_name(text)}"
-    year, month, day = _digits(text, 0, 4), _digits(text, 5, 2), _digits(text, 8, 2)
-    hour, minute, second = _digits(text, 11, 2), _digits(text, 14, 2), _digits(text, 17, 2)
-    separators = (text[4:5], text[7:8], text[10:11], text[13:14], text[16:17])
-    if None in (year, month, day, hour, minute, second) or separators != ("-", "-", "T", ":", ":"):
-        return "must look like 2026-11-30T07:02:50.123Z (uppercase T and Z, seconds required)"
-    if not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month):
-        return f"{text[:10]} is not a real calendar date"
-    if hour > 23 or minute > 59 or second > 59:
-        return f"{text[11:19]} is not a valid time (leap second 60 is rejected)"
-    return _offset_error(text, 19)
-
-
-def _offset_error(text, position):
-    """Checks the optional `.fraction` and the mandatory offset that start at `position`."""
-    if text[position:position + 1] == ".":
-        end = position + 1
-        while end < len(text) and text[end] in _DIGITS:
-            end += 1
-        if end == position + 1:
-            return "a '.' must be followed by fraction digits"
-        position = end
-    offset = text[position:]
-    if offset == "Z":
-        return None
-    hours, minutes = _digits(offset, 1, 2), _digits(offset, 4, 2)
-    if len(offset) != 6 or offset[0] not in "+-" or offset[3] != ":" or None in (hours, minutes):
-        return "must end with 'Z' or an offset like '+02:00'"
-    if hours > 23 or minutes > 59:
-        return f"offset {offset} is out of range"
-    return None
-
-
 def _check_updated_at(value, path, errors):
     return _report(rfc3339_error(value), path, errors)
 
@@ -370,16 +313,6 @@ def build_document(projection, *, contract_ref, contract_version, source_message
         "updated_at": updated_at,
     }
     return {"envelope": envelope, "projection": projection}
-
-
-def format_updated_at(epoch_seconds):
-    """RFC 3339 UTC with milliseconds, e.g. 2026-11-30T07:02:50.123Z."""
-    if not _EPOCH_MIN <= epoch_seconds <= _EPOCH_MAX:  # also false for NaN
-        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"timestamp out of range: {epoch_seconds!r}")
-    seconds, millis = divmod(round(epoch_seconds * 1000), 1000)
-    t = time.gmtime(seconds)
-    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
-            f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z")
 
 
 def _pretty(value, indent):

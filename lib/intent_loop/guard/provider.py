@@ -14,6 +14,7 @@ from intent_loop.storage.atomic import replace_atomically
 from intent_loop.intent.prompt_commands import split_prefix, split_sources
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import Draft
+from intent_loop.storage.timestamps import format_utc
 from intent_loop.intent.state import active_claims, is_hook_visible
 
 DEFAULT_PATH = (".execution-fidelity", "contract.json")
@@ -174,7 +175,7 @@ def _plan_publish(path, current, task, projection, now):
     refs = list(task["claim_events"])
     doc = acceptance.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
                                         source_message_refs=refs,
-                                        updated_at=acceptance.format_updated_at(now()))
+                                        updated_at=format_utc(now()))
     known = {"task_id": task_id, "version": version, "sha256": digest}
     errors = acceptance.validate_provider_document(doc)
     if errors:

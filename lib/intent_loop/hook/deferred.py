@@ -24,7 +24,7 @@ def detach(paths, job, *, deadline_seconds, on_failure):
 
     If the child cannot be created the job runs here instead: slower, never lost.
     """
-    pending = pending_work.hold(paths)
+    pending = pending_work.hold(paths)  # noqa: F841 - kept open, never read: the child inherits its flock
     try:
         pid = fast_os.fork()
     except OSError:

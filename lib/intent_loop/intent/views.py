@@ -95,13 +95,12 @@ def is_stale(record, *, now=None):
 
 
 def _age_days(stamp, now):
-    try:
-        parsed = time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")
-    except (TypeError, ValueError):
-        return 0
-    import calendar  # only on this rare path
+    from intent_loop.storage.timestamps import parse_epoch  # only on this rare path
 
-    return ((now if now is not None else time.time()) - calendar.timegm(parsed)) / 86400
+    then = parse_epoch(stamp)
+    if then is None:
+        return 0
+    return ((now if now is not None else time.time()) - then) / 86400
 
 
 def snapshot(state, task_id, *, now=None):

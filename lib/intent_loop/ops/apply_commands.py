@@ -9,7 +9,7 @@ from intent_loop.intent import tasks
 from intent_loop.intent.claims import short_id
 from intent_loop.intent.prompt_commands import Rejection, build_claim, verb_for_claim
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.ledger import rfc3339_utc
+from intent_loop.storage.timestamps import format_utc
 from intent_loop.intent.state import ProjectReducer
 from intent_loop.storage.transaction import mutate
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
@@ -192,7 +192,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
     holder = {}
 
     def plan(state):
-        the_plan = tasks.Plan(state, now=rfc3339_utc(now()))
+        the_plan = tasks.Plan(state, now=format_utc(now()))
         runner = _Runner(the_plan, paths, session_hash=session_hash, source_ref=source_ref,
                          request_id=request_id, receipt=receipt)
         for command in runnable:

@@ -35,6 +35,7 @@ from intent_loop.intent import private_mode
 
 from intent_loop.guard import provider
 from intent_loop.storage.canonical import dumps, loads
+from intent_loop.storage import quarantine
 from intent_loop.storage.pending_work import PENDING_FILE
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import chain, is_project_present, is_uuid, new_uuid4
@@ -224,17 +225,15 @@ def _clear_quarantine(paths, needles):
         if data is None:
             remove[name] = "unreadable, cannot be attributed"
             continue
-        if name.endswith("-torn-tail.json"):
+        if quarantine.is_torn_tail(name):
             remove[name] = "torn-tail digest, cannot be attributed to a task"
         elif any(n in data for n in needles):
             remove[name] = "names a deleted id or statement"
     # a suffix and its manifest go together
     for name in list(remove):
-        for suffix_a, suffix_b in (("-suffix.jsonl", "-suffix.manifest.json"), ("-suffix.manifest.json", "-suffix.jsonl")):
-            if name.endswith(suffix_a):
-                twin = name[: -len(suffix_a)] + suffix_b
-                if twin in names and twin not in remove:
-                    remove[twin] = "belongs to a removed quarantine file"
+        twin = quarantine.twin_of(name)
+        if twin in names and twin not in remove:
+            remove[twin] = "belongs to a removed quarantine file"
     for name in names:
         path = os.path.join(paths.quarantine_dir, name)
         if name in remove:

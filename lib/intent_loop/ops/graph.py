@@ -31,7 +31,8 @@ import time
 from intent_loop.intent import claims as claims_mod
 from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.ledger import Draft, new_uuid4, rfc3339_utc
+from intent_loop.storage.ledger import Draft, new_uuid4
+from intent_loop.storage.timestamps import format_utc, utc_sort_key
 from intent_loop.storage.transaction import mutate
 from intent_loop.redact import redact
 
@@ -67,7 +68,7 @@ def export_graph(state, task_id, *, now=time.time):
         entry["provenance"] = record["provenance"]
         claims.append(entry)
     return {
-        "format": FORMAT, "version": VERSION, "exported_at": rfc3339_utc(now()),
+        "format": FORMAT, "version": VERSION, "exported_at": format_utc(now()),
         "task": {"task_id": task["task_id"], "label": task.get("label"), "mode": task["mode"],
                  "created_at": task["created_at"]},
         "claims": claims,
@@ -119,22 +120,6 @@ def write_export(path, data, *, force=False):
 
 
 # -- validation --------------------------------------------------------------------------------
-def parse_utc(value):
-    """A sortable key for an RFC 3339 UTC timestamp ending in `Z`, or None when it is not one.
-
-    Validity is guard_contract's strict RFC 3339 check (real calendar dates, no leap second);
-    here only `Z` and at most nine fraction digits are added.
-    """
-    from intent_loop.guard.acceptance import rfc3339_error
-
-    if not isinstance(value, str) or not 20 <= len(value) <= 40 or not value.endswith("Z"):
-        return None
-    whole, _, fraction = value[:-1].partition(".")
-    if len(fraction) > 9 or rfc3339_error(value) is not None:
-        return None
-    return whole + "." + fraction.ljust(9, "0")
-
-
 def _describe_id(value):
     return repr(value)[:60]
 
@@ -167,7 +152,7 @@ def validate(data):
         check.add("format", f"must be {FORMAT!r}")
     if type(doc.get("version")) is not int or doc.get("version") != VERSION:
         check.add("version", f"must be {VERSION} (this intent-loop reads graph version {VERSION} only)")
-    if parse_utc(doc.get("exported_at")) is None:
+    if utc_sort_key(doc.get("exported_at")) is None:
         check.add("exported_at", "must be an RFC 3339 UTC timestamp ending in Z")
     _check_task(check, doc.get("task"))
     claims = doc.get("claims")
@@ -196,7 +181,7 @@ def _check_task(check, task):
             check.add("task.label", f"must be null or one line of 1-{MAX_LABEL} characters")
     if task.get("mode") not in ("on", "off", "private"):
         check.add("task.mode", "must be on, off or private")
-    if parse_utc(task.get("created_at")) is None:
+    if utc_sort_key(task.get("created_at")) is None:
         check.add("task.created_at", "must be an RFC 3339 UTC timestamp ending in Z")
 
 
@@ -242,10 +227,10 @@ def _check_claims(check, claims):
                 check.add(where, exc.message)
         if "source_ref" in entry and not isinstance(entry["source_ref"], dict):
             check.add(where, "source_ref must be an object")
-        valid_from = parse_utc(entry.get("valid_from"))
+        valid_from = utc_sort_key(entry.get("valid_from"))
         if valid_from is None:
             check.add(where, "valid_from must be an RFC 3339 UTC timestamp ending in Z")
-        if entry.get("last_confirmed") is not None and parse_utc(entry.get("last_confirmed")) is None:
+        if entry.get("last_confirmed") is not None and utc_sort_key(entry.get("last_confirmed")) is None:
             check.add(where, "last_confirmed must be null or an RFC 3339 UTC timestamp ending in Z")
         if entry.get("state") not in STATES:
             check.add(where, f"state must be one of {', '.join(STATES)}")
@@ -369,7 +354,7 @@ def import_graph(paths, reducer, data, *, task_id=None, deadline, workspace=None
     holder = {}
 
     def plan(state):
-        the_plan = tasks.Plan(state, now=rfc3339_utc(now()))
+        the_plan = tasks.Plan(state, now=format_utc(now()))
         if task_id is not None:
             target = tasks.resolve_task(the_plan.state, task_id)
             mode = the_plan.task(target)["mode"]

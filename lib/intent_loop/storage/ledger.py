@@ -5,7 +5,6 @@ canonical event without `event_hash`, and `prev_hash` chains the project's event
 state (a caller-supplied reducer folded over the events) is cached in `cache/` with the
 verified checkpoint, so a call only verifies the lines appended since that checkpoint.
 """
-import time
 
 from intent_loop.storage import fast_os
 from intent_loop.storage import checkpoint
@@ -45,13 +44,6 @@ def is_uuid(value):
     if [len(p) for p in parts] != [8, 4, 4, 4, 12]:
         return False
     return all(c in "0123456789abcdef" for c in value.replace("-", ""))
-
-
-def rfc3339_utc(epoch):
-    """RFC 3339 UTC with milliseconds and `Z`, e.g. 2026-11-30T07:02:50.123Z."""
-    whole = int(epoch)
-    millis = int((epoch - whole) * 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
 def check_request_id(request_id):

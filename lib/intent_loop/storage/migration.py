@@ -5,10 +5,11 @@ left byte for byte as it is and the report says so. A future schema adds a step 
 rewrite then goes through a verified temp file, fsync and atomic replace under the project lock,
 with a manifest in quarantine/ naming both chains.
 """
-import os
 import time
 
+from intent_loop.storage import fast_os, quarantine
 from intent_loop.storage.atomic import replace_atomically
+from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.canonical import canonical_bytes, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import SCHEMA_VERSION, verify_all
@@ -34,8 +35,8 @@ def migrate(paths, reducer, *, deadline, target=SCHEMA_VERSION):
                     "last_hash": source.last_hash}
         manifest = {"kind": "migration", "to_schema": SCHEMA_VERSION, "events": source.count,
                     "source_sha256": sha256_hex(old), "result_sha256": sha256_hex(new),
-                    "migrated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        replace_atomically(os.path.join(paths.quarantine_dir, f"{int(time.time())}-migration.json"),
+                    "migrated_at": format_utc(time.time())}
+        replace_atomically(fast_os.path.join(paths.quarantine_dir, quarantine.migration_manifest_name(time.time())),
                            canonical_bytes(manifest) + b"\n")
         tx.replace_ledger(new, expect_count=source.count)
         return dict(manifest, action="migrated")

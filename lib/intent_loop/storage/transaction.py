@@ -12,7 +12,9 @@ from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import canonical_bytes, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import (check_request_id, empty_verified, fold_lines, open_ledger, read_range,
-                                request_fingerprint, rfc3339_utc, seal, verify_from_checkpoint)
+                                request_fingerprint, seal, verify_from_checkpoint)
+from intent_loop.storage import quarantine
+from intent_loop.storage.timestamps import format_utc
 
 
 class Transaction:
@@ -99,9 +101,9 @@ class Transaction:
             "byte_length": len(tail),
             "sha256": sha256_hex(tail),
             "offset": self.verified.size,
-            "detected_at": rfc3339_utc(self._now()),
+            "detected_at": format_utc(self._now()),
         }
-        name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{fast_os.urandom(4).hex()}-torn-tail.json"
+        name = quarantine.torn_tail_name(self._now())
         replace_atomically(fast_os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
         replace_atomically(self.paths.ledger, b"", prefix=(self.fd, self.verified.size))
         self._reopen()
@@ -123,7 +125,7 @@ class Transaction:
         check_request_id(request_id)
         if not drafts:
             return []
-        occurred_at = rfc3339_utc(self._now())
+        occurred_at = format_utc(self._now())
         prev = self.verified.last_hash
         events, lines = [], []
         for index, draft in enumerate(drafts):
