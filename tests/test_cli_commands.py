@@ -8,7 +8,7 @@ import pytest
 from intent_loop.storage.paths import session_hash
 from intent_loop.storage.ledger import Draft
 from intent_loop.storage.transaction import Transaction
-from intent_loop.ops.apply_commands import REDUCER
+from intent_loop.intent.state import REDUCER
 from helpers.cli_runner import make_cli
 
 

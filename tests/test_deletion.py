@@ -12,7 +12,8 @@ from intent_loop.guard import provider
 
 from intent_loop.intent import tasks
 from intent_loop.storage.canonical import canonical_bytes, dumps
-from intent_loop.ops.apply_commands import REDUCER, refresh_quietly
+from intent_loop.intent.state import REDUCER
+from intent_loop.ops.apply_commands import refresh_quietly
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import load_verified, new_uuid4, verify_all
 from intent_loop.storage.timestamps import format_utc

@@ -10,7 +10,7 @@ from intent_loop.storage.timestamps import utc_sort_key
 from intent_loop.ops import graph
 
 from intent_loop.guard import provider
-from intent_loop.ops.apply_commands import REDUCER
+from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import load_verified, verify_all
 from intent_loop.intent.state import is_hook_visible

@@ -9,19 +9,18 @@ import time
 
 import pytest
 
+from intent_loop.launch.binaries import BINARY_FOR_EVENT
 from intent_loop.storage import ledger
 
 from intent_loop.storage import paths as paths_mod
-from intent_loop.intent.state import ProjectReducer
+from intent_loop.intent.state import REDUCER
 from helpers.settle import settle
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "codex-0.169.0")  # the real payloads, copied in
-BINARIES = {"SessionStart": "intent-loop-session-start", "UserPromptSubmit": "intent-loop-user-prompt",
-            "Stop": "intent-loop-stop"}
+BINARIES = BINARY_FOR_EVENT  # event -> binary name in dist/
 FAIL_OPEN = b'{"continue":true}'
-REDUCER = ProjectReducer()
 
 pytestmark = pytest.mark.skipif(
     not all(os.access(os.path.join(DIST, b), os.X_OK) for b in BINARIES.values()),

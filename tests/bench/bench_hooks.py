@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from intent_loop.ops import apply_commands
+from intent_loop.intent import state
 
 from intent_loop.storage import pending_work
 
@@ -42,7 +42,7 @@ def seed(data_root, workspace, events):
     request, with Codex's 36-character turn ids (about 800 bytes a line)."""
     paths = project_paths(str(data_root), str(workspace))
     session = session_hash(SESSION)
-    with transaction.Transaction(paths, apply_commands.REDUCER, deadline=time.monotonic() + 120) as tx:
+    with transaction.Transaction(paths, state.REDUCER, deadline=time.monotonic() + 120) as tx:
         plan = tasks.Plan(tx.state, now=timestamps.format_utc(time.time()))
         claims = [tasks.user_claim(plan, statement=s, facets=[f], scope="task",
                                    source_ref={"kind": "user_event", "event_id": _turn_id(0)})
@@ -152,7 +152,7 @@ class Snapshot:
 
     def __init__(self, paths, workspace, tmp):
         self.paths, self.guard_dir = paths, Path(workspace, ".execution-fidelity")
-        with transaction.Transaction(paths, apply_commands.REDUCER, deadline=time.monotonic() + 60) as tx:
+        with transaction.Transaction(paths, state.REDUCER, deadline=time.monotonic() + 60) as tx:
             tx.find_request("bench-index-warmup")  # cache/requests.idx complete, as hooks keep it
         self.copy = Path(tmp, f"snapshot-{paths.project_id[:8]}-{len(os.listdir(tmp))}")
         shutil.copytree(paths.dir, self.copy / "project")
@@ -166,7 +166,7 @@ class Snapshot:
         shutil.rmtree(self.guard_dir, ignore_errors=True)
         if (self.copy / "guard").exists():
             shutil.copytree(self.copy / "guard", self.guard_dir)
-        ledger.load_verified(self.paths, apply_commands.REDUCER)  # the copy has new inodes: re-seal the cache
+        ledger.load_verified(self.paths, state.REDUCER)  # the copy has new inodes: re-seal the cache
         os.sync()  # the copy's writeback must not compete with the measured hook's fsyncs
 
 

@@ -8,7 +8,8 @@ import time
 from intent_loop.intent import tasks
 from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
                                     pick_task, show_group_help)
-from intent_loop.ops.apply_commands import REDUCER, add_publication, apply_quietly
+from intent_loop.intent.state import REDUCER
+from intent_loop.ops.apply_commands import add_publication, apply_quietly
 from intent_loop.intent.prompt_commands import CLAIM_VERBS, build_claim, verb_for_claim
 from intent_loop.storage.ledger import new_uuid4
 from intent_loop.storage.timestamps import format_utc

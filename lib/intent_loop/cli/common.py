@@ -4,7 +4,7 @@ import sys
 import time
 
 from intent_loop.storage.canonical import dumps
-from intent_loop.ops.apply_commands import REDUCER
+from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import load_verified
 from intent_loop.storage.paths import project_paths, resolve_data_root

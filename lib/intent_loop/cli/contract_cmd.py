@@ -2,7 +2,7 @@
 from intent_loop.guard import acceptance
 from intent_loop.guard import provider
 from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, show_group_help
-from intent_loop.ops.apply_commands import REDUCER
+from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.transaction import Transaction
 

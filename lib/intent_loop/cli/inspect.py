@@ -4,7 +4,7 @@ import os
 from intent_loop.guard import provider
 from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, data_root, load_state,
                                     pick_task)
-from intent_loop.ops.apply_commands import REDUCER
+from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import EventList, is_project_present, load_verified, verify_all
 from intent_loop.intent.state import active_claims

@@ -7,7 +7,7 @@ from intent_loop.ops import deletion
 from intent_loop.ops import graph
 from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
                                     pick_task, show_group_help)
-from intent_loop.ops.apply_commands import REDUCER
+from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 

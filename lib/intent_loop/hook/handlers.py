@@ -16,9 +16,9 @@ NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task
 
 
 def reducer():
-    from intent_loop.intent.state import ProjectReducer
+    from intent_loop.intent.state import REDUCER
 
-    return ProjectReducer()
+    return REDUCER
 
 RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in this project and is not "
                "linked to this session; the user can type `intent: resume` to continue it.")
@@ -26,9 +26,7 @@ RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in thi
 
 def read_verified(paths):
     from intent_loop.storage.ledger import load_verified
-    from intent_loop.intent.state import ProjectReducer
-
-    return load_verified(paths, ProjectReducer())
+    return load_verified(paths, reducer())
 
 
 def read_state(paths):

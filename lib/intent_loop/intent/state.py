@@ -156,3 +156,8 @@ def is_hook_visible(record):
 def newest_task_id(state):
     """The task with the most recent claim-changing event (the default task)."""
     return state["last_change"]["task_id"]
+
+
+# The one reducer every reader and writer folds the ledger with. It keeps no state of its own
+# (the folded state lives in the dicts it is handed), so one instance is shared by all callers.
+REDUCER = ProjectReducer()

@@ -3,12 +3,11 @@ from intent_loop.intent import claims as claims_mod
 from intent_loop.storage.canonical import dumps, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import Draft, format_uuid, new_uuid4
-from intent_loop.intent.state import PROMOTION_TASKS, ProjectReducer, active_claims, signal_key
+from intent_loop.intent.state import PROMOTION_TASKS, REDUCER, active_claims, signal_key
 
 MAX_INITIAL_CLAIMS = 12
 MODES = ("on", "off", "private")
 MAX_LABEL = 80
-_REDUCER = ProjectReducer()
 
 
 def derived_task_id(project_id, request_id):
@@ -35,7 +34,7 @@ class Plan:
         self.drafts.append(draft)
         fake = {"event_type": draft.event_type, "task_id": draft.task_id, "payload": draft.payload,
                 "event_id": draft.event_id, "occurred_at": self.now}
-        _REDUCER.apply(self.state, fake)
+        REDUCER.apply(self.state, fake)
 
     def task(self, task_id):
         task = self.state["tasks"].get(task_id)

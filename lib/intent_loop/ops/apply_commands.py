@@ -10,11 +10,10 @@ from intent_loop.intent.claims import short_id
 from intent_loop.intent.prompt_commands import Rejection, build_claim, verb_for_claim
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.timestamps import format_utc
-from intent_loop.intent.state import ProjectReducer
+from intent_loop.intent.state import REDUCER
 from intent_loop.storage.transaction import mutate
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 
-REDUCER = ProjectReducer()
 _PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
                                 "candidate_confirmed", "mode_set", "session_linked"))
 

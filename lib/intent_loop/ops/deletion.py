@@ -40,6 +40,7 @@ from intent_loop.storage.pending_work import PENDING_FILE
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import chain, is_project_present, is_uuid, new_uuid4
 from intent_loop.storage.transaction import Transaction
+from intent_loop.intent.state import REDUCER
 
 _NO_TASK_HINT = "see `intent-loop status` for the full ids"
 
@@ -50,10 +51,6 @@ def _confirm(expected, confirm):
                               f'the confirmation must be exactly "{expected}"; nothing was deleted')
 
 
-def _reducer():
-    from intent_loop.ops.apply_commands import REDUCER
-
-    return REDUCER
 
 
 def _parse(data):
@@ -357,7 +354,7 @@ def delete_task(paths, task_id, *, confirm, workspace=None, env=None, deadline):
     if not is_uuid(task_id):
         raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"give the full task id; {_NO_TASK_HINT}")
     _open(paths)
-    with Transaction(paths, _reducer(), deadline=deadline) as tx:
+    with Transaction(paths, REDUCER, deadline=deadline) as tx:
         old_state = tx.state
         task = old_state["tasks"].get(task_id)
         if task is None:
@@ -379,7 +376,7 @@ def delete_claim(paths, claim_id, *, confirm, workspace=None, env=None, deadline
     if not isinstance(claim_id, str) or not claim_id or any(c.isspace() for c in claim_id):
         raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND, "give the full claim id; `intent-loop show --all` lists them")
     _open(paths)
-    with Transaction(paths, _reducer(), deadline=deadline) as tx:
+    with Transaction(paths, REDUCER, deadline=deadline) as tx:
         old_state = tx.state
         owner = next((t for t in old_state["tasks"].values() if claim_id in t["claims"]), None)
         if owner is None:

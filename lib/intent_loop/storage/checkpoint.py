@@ -11,10 +11,10 @@ from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
+from intent_loop.storage.line_hash import self_verified_hash
 
 CACHE_FORMAT = 1
 STATE_FILE = "state.json"
-_HASH_FIELD = b',"event_hash":"'
 
 
 class Verified:
@@ -85,13 +85,7 @@ def line_hash_at(data, start, end):
     line = data[start : end - 1]
     if data[end - 1 : end] != b"\n" or not line.startswith(b'{"actor":"'):
         return None
-    field = line.find(_HASH_FIELD)
-    if field < 0:
-        return None
-    recorded = line[field + len(_HASH_FIELD) : field + len(_HASH_FIELD) + 64].decode("ascii", "replace")
-    if sha256_hex(line[:field] + line[field + len(_HASH_FIELD) + 65 :]) != recorded:
-        return None
-    return recorded
+    return self_verified_hash(line)
 
 
 def last_line_matches(paths, cached):

@@ -12,6 +12,7 @@ from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.checkpoint import Verified
 from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage.line_hash import HASH_FIELD, content_hash
 
 SCHEMA_VERSION = 1
 ENVELOPE_KEYS = frozenset((
@@ -20,8 +21,6 @@ ENVELOPE_KEYS = frozenset((
 ))
 ACTORS = ("user", "agent", "evidence", "system")
 _REQUEST_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@-")
-_HASH_FIELD = b',"event_hash":"'
-_HASH_FIELD_LEN = len(_HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the closing quote
 
 
 def new_uuid4():
@@ -141,9 +140,9 @@ def check_line(line, *, line_no, project_id, prev_hash):
     if canonical != line:
         raise _malformed(line_no, "not in canonical JSON form")
     start = 11 + len(event["actor"])  # len('{"actor":"') + actor + closing quote
-    if line[start : start + len(_HASH_FIELD)] != _HASH_FIELD:  # pragma: no cover - canonical order
+    if line[start : start + len(HASH_FIELD)] != HASH_FIELD:  # pragma: no cover - canonical order
         raise _malformed(line_no, "event_hash is not where canonical order puts it")
-    if sha256_hex(line[:start] + line[start + _HASH_FIELD_LEN :]) != event["event_hash"]:
+    if content_hash(line, start) != event["event_hash"]:
         raise IntentLoopError(ErrorCode.LEDGER_HASH_MISMATCH, f"line {line_no}: event_hash does not match its content", line=line_no)
     if event["prev_hash"] != prev_hash:
         raise IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN, f"line {line_no}: prev_hash breaks the chain", line=line_no)

@@ -11,9 +11,9 @@ against the ledger's own line, so a damaged index can cost time but never a wron
 from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import loads, sha256_hex
+from intent_loop.storage.line_hash import find_hash_field, recorded_hash
 
 INDEX_FILE = "requests.idx"
-_HASH_FIELD = b',"event_hash":"'
 
 
 def _path(tx):
@@ -46,8 +46,8 @@ def _read(tx):
         return _discard(path)
     lines = read_range(tx.fd, offset, end)
     last_line = lines[lines.rfind(b"\n", 0, len(lines) - 1) + 1 :]
-    field = last_line.find(_HASH_FIELD)
-    if field < 0 or last_line[field + len(_HASH_FIELD) : field + len(_HASH_FIELD) + 16] != hash16:
+    field = find_hash_field(last_line)
+    if field < 0 or recorded_hash(last_line, field)[:16] != hash16:
         return _discard(path)
     return data, end
 
