@@ -51,7 +51,7 @@ def start(project, cli, statements, *, session_hash=None):
 
     mutate(project, REDUCER, request_id=request_id, operation="test.start", params={"s": statements},
            plan=plan, deadline=_deadline(),
-           after_commit=lambda tx, ev: refresh_quietly(tx, workspace=cli.workspace, env=cli.env))
+           after_commit=lambda tx, _mutation: refresh_quietly(tx, workspace=cli.workspace, env=cli.env))
     return holder["task"], holder["claims"]
 
 

@@ -298,10 +298,12 @@ def test_request_id_reused_on_every_mutation(project, workspace, op):
         expect_code(ErrorCode.REQUEST_ID_REUSED, run, project, workspace, "intent: must two", request_id=request_id)
         assert ledger_count(project) == count
         return
-    events, replayed = mutate(project, plan_for("1"), operation=op, params={"v": 1}, request_id=request_id)
+    mutation = mutate(project, plan_for("1"), operation=op, params={"v": 1}, request_id=request_id)
+    events, replayed = mutation.events, mutation.replayed
     assert events and not replayed
     count = ledger_count(project)
-    events2, replayed2 = mutate(project, plan_for("1"), operation=op, params={"v": 1}, request_id=request_id)
+    mutation = mutate(project, plan_for("1"), operation=op, params={"v": 1}, request_id=request_id)
+    events2, replayed2 = mutation.events, mutation.replayed
     assert replayed2 and [e["event_id"] for e in events2] == [e["event_id"] for e in events]
     expect_code(ErrorCode.REQUEST_ID_REUSED, mutate, project, plan_for("2"), operation=op, params={"v": 2},
                 request_id=request_id)

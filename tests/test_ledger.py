@@ -92,7 +92,8 @@ def test_ledger_lines_are_canonical_and_hash_chained(project):
 
 
 def test_request_events_share_the_id_and_the_first_carries_the_fingerprint(project):
-    events, _ = append_value(project, CountingReducer(), "three", request_id="req-3", events=3)
+    mutation = append_value(project, CountingReducer(), "three", request_id="req-3", events=3)
+    events, _ = mutation.events, mutation.replayed
 
     stored = [json.loads(line) for line in ledger_lines(project.ledger)]
     fingerprint_input = _canonical({"operation": OPERATION, "params": {"value": "three"}})
@@ -132,7 +133,8 @@ def test_frozen_v1_fixture_reads_and_stays_a_byte_identical_prefix(data_root):
         fh.write(FIXTURE_V1)
 
     state = ledger.load_verified(project, CountingReducer()).state
-    replay, replayed = append_value(project, CountingReducer(), "fixture-0", request_id="fixture-0")
+    mutation = append_value(project, CountingReducer(), "fixture-0", request_id="fixture-0")
+    replay, replayed = mutation.events, mutation.replayed
     append_value(project, CountingReducer(), "after", request_id="after-fixture")
 
     assert state == {"count": 2, "values": ["fixture-0", 'Zürich "q" \n']}
@@ -435,10 +437,12 @@ def test_current_cache_means_no_replay_and_deleted_cache_means_full_replay(proje
 
 def test_exact_retry_returns_the_same_events_and_appends_nothing(project):
     _fill(project, 2)
-    first, replayed_first = append_value(project, CountingReducer(), "x", request_id="req-x", events=2)
+    mutation = append_value(project, CountingReducer(), "x", request_id="req-x", events=2)
+    first, replayed_first = mutation.events, mutation.replayed
     before = read_bytes(project.ledger)
 
-    again, replayed_again = append_value(project, CountingReducer(), "x", request_id="req-x", events=2)
+    mutation = append_value(project, CountingReducer(), "x", request_id="req-x", events=2)
+    again, replayed_again = mutation.events, mutation.replayed
 
     assert (replayed_first, replayed_again) == (False, True)
     assert again == first
@@ -446,10 +450,12 @@ def test_exact_retry_returns_the_same_events_and_appends_nothing(project):
 
 
 def test_retry_of_an_older_request_after_later_ones_still_replays(project):
-    first, _ = append_value(project, CountingReducer(), "old", request_id="old")
+    mutation = append_value(project, CountingReducer(), "old", request_id="old")
+    first, _ = mutation.events, mutation.replayed
     _fill(project, 5)
 
-    again, replayed = append_value(project, CountingReducer(), "old", request_id="old")
+    mutation = append_value(project, CountingReducer(), "old", request_id="old")
+    again, replayed = mutation.events, mutation.replayed
 
     assert replayed and again == first
     assert ledger.verify_all(project, CountingReducer()).count == 6
@@ -460,8 +466,10 @@ def test_parameter_key_order_does_not_change_the_fingerprint(project):
         return transaction.mutate(project, CountingReducer(), request_id="same", operation="op", params=params,
                              plan=lambda _s: drafts_for("p"), deadline=time.monotonic() + 10)
 
-    first, _ = mutate({"a": 1, "b": [1, 2], "c": {"y": 1, "x": 2}})
-    again, replayed = mutate({"c": {"x": 2, "y": 1}, "b": [1, 2], "a": 1})
+    mutation = mutate({"a": 1, "b": [1, 2], "c": {"y": 1, "x": 2}})
+    first, _ = mutation.events, mutation.replayed
+    mutation = mutate({"c": {"x": 2, "y": 1}, "b": [1, 2], "a": 1})
+    again, replayed = mutation.events, mutation.replayed
 
     assert replayed and again == first
 
@@ -492,9 +500,11 @@ def test_fingerprint_holds_no_raw_parameter_body(project):
 def test_retry_replays_even_when_a_payload_mentions_the_request_id(project):
     """A payload may record another request's id (e.g. "retry_of"); the lookup must not stop there."""
     append_value(project, CountingReducer(), "note", request_id="req-a", extra={"request_id": "req-b"})
-    first, _ = append_value(project, CountingReducer(), "b", request_id="req-b")
+    mutation = append_value(project, CountingReducer(), "b", request_id="req-b")
+    first, _ = mutation.events, mutation.replayed
 
-    again, replayed = append_value(project, CountingReducer(), "b", request_id="req-b")
+    mutation = append_value(project, CountingReducer(), "b", request_id="req-b")
+    again, replayed = mutation.events, mutation.replayed
 
     assert replayed and again == first
     assert ledger.verify_all(project, CountingReducer()).count == 2
@@ -515,7 +525,8 @@ def test_invalid_request_ids_are_rejected_before_anything_is_created(project, re
 
 @pytest.mark.parametrize("request_id", ["a" * 200, "A-z_0.9:@-", "x"])
 def test_valid_request_id_edges_are_accepted(project, request_id):
-    events, replayed = append_value(project, CountingReducer(), "x", request_id=request_id)
+    mutation = append_value(project, CountingReducer(), "x", request_id=request_id)
+    events, replayed = mutation.events, mutation.replayed
 
     assert not replayed and events[0]["request_id"] == request_id
 
@@ -554,7 +565,8 @@ def test_torn_tail_is_ignored_by_reads_and_quarantined_by_digest_only(project, k
     read_state = ledger.load_verified(project, CountingReducer()).state
     after_read = read_bytes(project.ledger)
     assert os.listdir(project.quarantine_dir) == []
-    events, _ = append_value(project, CountingReducer(), "next", request_id="next")
+    mutation = append_value(project, CountingReducer(), "next", request_id="next")
+    events, _ = mutation.events, mutation.replayed
 
     assert read_state["count"] == 3 and after_read == clean + tail
     (record_name,) = os.listdir(project.quarantine_dir)
@@ -641,13 +653,30 @@ def test_transaction_holds_the_lock_and_appends_several_drafts(project):
 def test_after_commit_runs_while_the_lock_is_held(project):
     seen = {}
 
-    def after_commit(tx, events):
-        seen.update(held=tx.lock.is_held(), lock_dir=os.path.isdir(project.lock_dir), count=len(events))
+    def after_commit(tx, mutation):
+        seen.update(held=tx.lock.is_held(), lock_dir=os.path.isdir(project.lock_dir), count=len(mutation.events))
+        return "written"
 
-    transaction.mutate(project, CountingReducer(), request_id="ac", operation="op", params={},
-                  plan=lambda _s: drafts_for("ac"), deadline=time.monotonic() + 10, after_commit=after_commit)
+    mutation = transaction.mutate(project, CountingReducer(), request_id="ac", operation="op", params={},
+                                  plan=lambda _s: drafts_for("ac"), deadline=time.monotonic() + 10,
+                                  after_commit=after_commit)
 
     assert seen == {"held": True, "lock_dir": True, "count": 1}
+    assert mutation.committed == "written"
+
+
+def test_a_plans_detail_reaches_the_caller_and_after_commit(project):
+    def plan(_state):
+        return transaction.Planned(drafts_for("d"), detail={"chosen": 7})
+
+    mutation = transaction.mutate(project, CountingReducer(), request_id="detail", operation="op", params={},
+                                  plan=plan, deadline=time.monotonic() + 10,
+                                  after_commit=lambda tx, m: m.detail["chosen"] * 2)
+    assert (len(mutation.events), mutation.replayed, mutation.detail, mutation.committed) == (1, False, {"chosen": 7}, 14)
+    again = transaction.mutate(project, CountingReducer(), request_id="detail", operation="op", params={},
+                               plan=plan, deadline=time.monotonic() + 10)
+    assert again.replayed and again.detail is None and [e["event_id"] for e in again.events] == [
+        e["event_id"] for e in mutation.events]
     assert not os.path.exists(project.lock_dir)
 
 
@@ -688,8 +717,9 @@ def test_invalid_drafts_write_nothing(project, draft, code):
 
 
 def test_empty_plan_appends_nothing(project):
-    events, replayed = transaction.mutate(project, CountingReducer(), request_id="empty", operation="op", params={},
-                                     plan=lambda _s: [], deadline=time.monotonic() + 10)
+    mutation = transaction.mutate(project, CountingReducer(), request_id="empty", operation="op", params={},
+                             plan=lambda _s: [], deadline=time.monotonic() + 10)
+    events, replayed = mutation.events, mutation.replayed
 
     assert (events, replayed) == ([], False)
     assert ledger.verify_all(project, CountingReducer()).count == 0

@@ -126,7 +126,8 @@ def test_failure_before_the_rename_is_write_failed_and_changes_nothing(project, 
     assert (read_bytes(project.ledger) if os.path.exists(project.ledger) else None) == before
     assert _temp_litter(project.data_root) == [] and residue(project.data_root) == []
     assert ledger.load_verified(project, CountingReducer()).count == history
-    events, replayed = append_value(project, CountingReducer(), "doomed", request_id="doomed")
+    mutation = append_value(project, CountingReducer(), "doomed", request_id="doomed")
+    replayed = mutation.replayed
     assert not replayed and ledger.verify_all(project, CountingReducer()).count == history + 1
 
 
@@ -145,7 +146,8 @@ def test_directory_sync_failure_is_durability_uncertain_and_the_retry_returns_th
     assert ledger.load_verified(project, CountingReducer()).count == 3
     assert _temp_litter(project.data_root) == [] and residue(project.data_root) == []
     stored = [json.loads(line) for line in read_bytes(project.ledger).splitlines()[1:]]
-    events, replayed = append_value(project, CountingReducer(), "maybe", request_id="maybe", events=2)
+    mutation = append_value(project, CountingReducer(), "maybe", request_id="maybe", events=2)
+    events, replayed = mutation.events, mutation.replayed
     assert replayed and events == stored
 
 
@@ -180,7 +182,8 @@ def test_cache_write_failure_never_fails_a_mutation(project, monkeypatch):
 
     with monkeypatch.context() as patched:
         patched.setattr(lib_os, "replace", no_cache)
-        events, replayed = append_value(project, CountingReducer(), "v1", request_id="v-1")
+        mutation = append_value(project, CountingReducer(), "v1", request_id="v-1")
+        events, replayed = mutation.events, mutation.replayed
 
     assert not replayed and len(events) == 1
     assert ledger.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1"]
@@ -236,7 +239,8 @@ def test_strictly_named_orphan_temps_are_removed_under_the_lock(project, where):
 def _next_writer_succeeds(project, value):
     """The next writer gets the lock within its 2 s deadline and appends (a hook's budget)."""
     started = time.monotonic()
-    events, _ = append_value(project, CountingReducer(), value, request_id=value, timeout=NEXT_WRITER_DEADLINE)
+    mutation = append_value(project, CountingReducer(), value, request_id=value, timeout=NEXT_WRITER_DEADLINE)
+    events, _ = mutation.events, mutation.replayed
     elapsed = time.monotonic() - started
     assert elapsed < NEXT_WRITER_DEADLINE
     return events[0]["event_id"]

@@ -2,7 +2,7 @@
 
 
 class ErrorCode:
-    """Stable codes (never renamed, never reused); every one is documented in README.md.
+    """Stable codes (never renamed, never reused); every one is documented in docs/errors.md.
 
     A plain class of string constants rather than enum.Enum: `import enum` costs ~7 ms,
     more than half of a hook's whole budget (docs: startup-performance.md).

@@ -173,10 +173,11 @@ def measure(rounds, sizes):
                                    str(book.workspace), f"fresh-{counter}", str(work)])
                 book.restore()
                 started = time.perf_counter()
-                events, replayed = transaction.mutate(
-                    book.paths, bench_payload.Counter(), request_id=f"inproc-{counter}", operation=OPERATION,
-                    params={"n": counter}, plan=lambda _s: [bench_payload.draft(str(counter))],
-                    deadline=time.monotonic() + 10)
+                mutation = transaction.mutate(
+            book.paths, bench_payload.Counter(), request_id=f"inproc-{counter}", operation=OPERATION,
+            params={"n": counter}, plan=lambda _s: [bench_payload.draft(str(counter))],
+            deadline=time.monotonic() + 10)
+                events, replayed = mutation.events, mutation.replayed
                 in_process = time.perf_counter() - started
                 assert len(events) == 1 and not replayed
                 if keep:

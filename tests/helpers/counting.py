@@ -32,7 +32,7 @@ def drafts_for(value, *, events=1, extra=None):
 
 
 def append_value(paths, reducer, value, *, request_id, timeout=10.0, events=1, extra=None):
-    """One idempotent mutation recording `value`; returns (events, replayed) like transaction.mutate."""
+    """One idempotent mutation recording `value`; returns transaction.mutate's Mutation."""
     return transaction.mutate(
         paths,
         reducer,

@@ -94,7 +94,8 @@ def run_append(paths, opts, counting, IntentLoopError):
         request_id = opts.get("request-id") or f"{prefix}-{index}"
         value = opts.get("value", f"{prefix}-{index}")
         try:
-            events, replayed = counting.append_value(paths, reducer, value, request_id=request_id, timeout=timeout)
+            mutation = counting.append_value(paths, reducer, value, request_id=request_id, timeout=timeout)
+            events, replayed = mutation.events, mutation.replayed
         except IntentLoopError as exc:
             _say(f"error {exc.code}")
             return 3

@@ -13,7 +13,7 @@ from intent_loop.ops.apply_commands import add_publication, apply_quietly
 from intent_loop.intent.prompt_commands import CLAIM_VERBS, build_claim, verb_for_claim
 from intent_loop.storage.ledger import new_uuid4
 from intent_loop.storage.timestamps import format_utc
-from intent_loop.storage.transaction import mutate
+from intent_loop.storage.transaction import Planned, mutate
 
 
 def register(subparsers):
@@ -71,21 +71,22 @@ def _run(console, *, operation, params, step):
     """One locked mutation: `step(plan, state) -> info dict`; returns (info, events, publication)."""
     paths = current_project(console)
     request_id = f"cli:{new_uuid4()}"
-    holder = {}
 
     def plan(state):
         the_plan = tasks.Plan(state, now=format_utc(time.time()))
-        holder["info"] = step(the_plan, request_id)
+        info = step(the_plan, request_id)
+        publication = None
         if the_plan.drafts:  # the contract version goes into the same ledger write as the change
-            holder["planned"] = add_publication(the_plan, workspace=paths.root, env=console.env)
-        return the_plan.drafts
+            publication = add_publication(the_plan, workspace=paths.root, env=console.env)
+        return Planned(the_plan.drafts, detail=(info, publication))
 
-    def after_commit(tx, events):
-        holder["publication"] = apply_quietly(holder["planned"]) if events else None
+    def after_commit(tx, mutation):
+        _info, publication = mutation.detail
+        return apply_quietly(publication) if mutation.events else None
 
-    events, _replayed = mutate(paths, REDUCER, request_id=request_id, operation=operation, params=params,
-                               plan=plan, deadline=deadline(), after_commit=after_commit)
-    return holder["info"], events, holder.get("publication")
+    mutation = mutate(paths, REDUCER, request_id=request_id, operation=operation, params=params,
+                      plan=plan, deadline=deadline(), after_commit=after_commit)
+    return mutation.detail[0], mutation.events, mutation.committed
 
 
 def _source_ref(request_id):

@@ -248,14 +248,13 @@ def stop(payload, runtime):
 
     def record_and_publish(deadline):
         from intent_loop.ops import apply_commands
-        from intent_loop.storage.transaction import Transaction, mutate
+        from intent_loop.storage.transaction import Planned, Transaction, mutate
         from intent_loop.intent.tasks import Plan, observe
 
         message = payload.get("last_assistant_message")
         source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
         turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
         request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, source.get("event_id") or source["sha256"])).encode())
-        holder = {}
 
         def plan(state):
             if not _is_still_recording(ctx, state, task_id):
@@ -263,17 +262,16 @@ def stop(payload, runtime):
             p = Plan(state, now="")
             observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
                     source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
-            holder["publication"] = apply_commands.add_publication(p, workspace=ctx.workspace, env=ctx.env)
-            return p.drafts
+            return Planned(p.drafts, detail=apply_commands.add_publication(p, workspace=ctx.workspace, env=ctx.env))
 
-        def after_commit(tx, _events):
-            if "publication" in holder:
-                apply_commands.apply_quietly(holder["publication"])
+        def after_commit(tx, mutation):
+            if mutation.detail is not None:
+                apply_commands.apply_quietly(mutation.detail)
 
-        _events, replayed = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
-                                   params={"source": source}, plan=plan, deadline=deadline,
-                                   after_commit=after_commit, resume=ctx.verified)
-        if replayed:  # a retried Stop still makes sure the file is current
+        mutation = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
+                          params={"source": source}, plan=plan, deadline=deadline,
+                          after_commit=after_commit, resume=ctx.verified)
+        if mutation.replayed:  # a retried Stop still makes sure the file is current
             with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
                 apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
 

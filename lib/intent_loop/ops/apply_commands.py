@@ -11,7 +11,7 @@ from intent_loop.intent.prompt_commands import Rejection, build_claim, verb_for_
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.timestamps import format_utc
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage.transaction import mutate
+from intent_loop.storage.transaction import Planned, mutate
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 
 _PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
@@ -188,42 +188,39 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
             receipt.rejected.append((command.line, command.verb, command.code, command.reason))
         else:
             runnable.append(command)
-    holder = {}
-
     def plan(state):
         the_plan = tasks.Plan(state, now=format_utc(now()))
         runner = _Runner(the_plan, paths, session_hash=session_hash, source_ref=source_ref,
                          request_id=request_id, receipt=receipt)
         for command in runnable:
             runner.run(command)
-        holder["runner"] = runner
         task_id = runner.task_id
         if observation is not None and task_id is not None and not runner._is_private() \
                 and runner.control_change is None and the_plan.state["tasks"][task_id]["mode"] == "on":
             tasks.observe(the_plan, task_id=task_id, event_type="source_observed", session_hash=session_hash,
                           source=source_ref, char_count=observation["char_count"], actor="user")
+        publication = None
         if publish and any(d.event_type in _PROJECTION_EVENTS for d in the_plan.drafts):
-            holder["publication"] = add_publication(the_plan, workspace=workspace, env=env, now=now)
-        return the_plan.drafts
+            publication = add_publication(the_plan, workspace=workspace, env=env, now=now)
+        return Planned(the_plan.drafts, detail=(runner, publication))
 
-    def after_commit(tx, events):
-        runner = holder.get("runner")
-        if runner is not None:
-            runner.apply_control_change()
-        receipt.events = events
-        if "publication" in holder:
-            receipt.publication = apply_quietly(holder["publication"])
+    def after_commit(tx, mutation):
+        runner, publication = mutation.detail
+        runner.apply_control_change()
+        receipt.events = mutation.events
+        if publication is not None:
+            receipt.publication = apply_quietly(publication)
         receipt.state = tx.state
         _finish(receipt, tx.state, session_hash, paths)
 
     if not runnable:
         return receipt
-    events, replayed = mutate(paths, REDUCER, request_id=request_id, operation="commands",
-                              params={"session": session_hash, "commands": normalized(runnable)},
-                              plan=plan, deadline=deadline, after_commit=after_commit, resume=resume)
-    if replayed:
+    mutation = mutate(paths, REDUCER, request_id=request_id, operation="commands",
+                      params={"session": session_hash, "commands": normalized(runnable)},
+                      plan=plan, deadline=deadline, after_commit=after_commit, resume=resume)
+    if mutation.replayed:
         receipt.replayed = True
-        receipt.events = events
+        receipt.events = mutation.events
         receipt.lines.append("these commands were already recorded (same prompt); nothing new was written")
     return receipt
 

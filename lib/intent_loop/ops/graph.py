@@ -33,7 +33,7 @@ from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import Draft, new_uuid4
 from intent_loop.storage.timestamps import format_utc, utc_sort_key
-from intent_loop.storage.transaction import mutate
+from intent_loop.storage.transaction import Planned, mutate
 from intent_loop.redact import redact
 
 FORMAT = "intent-loop-graph"
@@ -351,7 +351,6 @@ def import_graph(paths, reducer, data, *, task_id=None, deadline, workspace=None
 
     graph_sha, info, claims, superseded, invalidated = prepare_import(data)
     request_id = f"import:{new_uuid4()}"
-    holder = {}
 
     def plan(state):
         the_plan = tasks.Plan(state, now=format_utc(now()))
@@ -374,27 +373,26 @@ def import_graph(paths, reducer, data, *, task_id=None, deadline, workspace=None
         for claim_id in invalidated:
             the_plan.add(Draft("claim_invalidated", target, "system",
                                {"claim_id": claim_id, "reason": "invalidated_in_imported_graph"}))
-        holder.update(task_id=target, started=started)
-        return the_plan.drafts
+        return Planned(the_plan.drafts, detail={"task_id": target, "started": started})
 
-    def after_commit(tx, events):
-        if workspace is not None:  # keep the Guard file in step with the (unchanged) projection
-            from intent_loop.guard import provider
+    def after_commit(tx, _mutation):
+        if workspace is None:
+            return None
+        from intent_loop.guard import provider  # keep the Guard file in step with the (unchanged) projection
 
-            try:
-                holder["publication"] = provider.refresh(tx, workspace=workspace, env=env or {})
-            except IntentLoopError as exc:  # a Guard file failure never undoes the import
-                holder["publication"] = {"action": "error", "reason": exc.message, "code": exc.code}
-            except OSError as exc:
-                holder["publication"] = {"action": "error", "reason": str(exc),
-                                         "code": ErrorCode.PROVIDER_WRITE_FAILED}
+        try:
+            return provider.refresh(tx, workspace=workspace, env=env or {})
+        except IntentLoopError as exc:  # a Guard file failure never undoes the import
+            return {"action": "error", "reason": exc.message, "code": exc.code}
+        except OSError as exc:
+            return {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
 
-    events, _replayed = mutate(paths, reducer, request_id=request_id, operation="graph.import",
-                               params={"graph_sha256": graph_sha, "task": task_id},
-                               plan=plan, deadline=deadline, after_commit=after_commit)
+    mutation = mutate(paths, reducer, request_id=request_id, operation="graph.import",
+                      params={"graph_sha256": graph_sha, "task": task_id},
+                      plan=plan, deadline=deadline, after_commit=after_commit)
     return {
-        "ok": True, "task_id": holder["task_id"], "started_task": holder["started"],
+        "ok": True, "task_id": mutation.detail["task_id"], "started_task": mutation.detail["started"],
         "imported_claims": len(claims), "superseded": len(superseded), "invalidated": len(invalidated),
         "claim_ids": [c["claim_id"] for c in claims], "graph_sha256": graph_sha, "request_id": request_id,
-        "events": [e["event_type"] for e in events], "publication": holder.get("publication"),
+        "events": [e["event_type"] for e in mutation.events], "publication": mutation.committed,
     }

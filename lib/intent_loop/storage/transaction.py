@@ -215,13 +215,38 @@ def _remove_orphan_temps(paths):
                     pass
 
 
-def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None):
-    """One locked, idempotent mutation.
+class Planned:
+    """A plan's answer when it has more to say than its drafts: `detail` reaches the caller
+    (and `after_commit`) through the Mutation, so no closure has to smuggle it out."""
 
-    `plan(state) -> list[Draft]` decides the events from the verified state. An exact retry
-    (same request id and fingerprint) returns the stored events and appends nothing; the same
-    id with other parameters fails REQUEST_ID_REUSED. Returns (events, replayed).
-    `after_commit(tx, events)` runs while the lock is still held (the Guard file is written there).
+    __slots__ = ("drafts", "detail")
+
+    def __init__(self, drafts, detail=None):
+        self.drafts = drafts
+        self.detail = detail
+
+
+class Mutation:
+    """What one `mutate` did: the events it appended (for an exact retry, the stored ones),
+    whether it was that retry, the plan's `detail` and what `after_commit` returned."""
+
+    __slots__ = ("events", "replayed", "detail", "committed")
+
+    def __init__(self, events, *, replayed, detail=None, committed=None):
+        self.events = events
+        self.replayed = replayed
+        self.detail = detail
+        self.committed = committed
+
+
+def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None):
+    """One locked, idempotent mutation; returns a Mutation.
+
+    `plan(state)` decides the events from the verified state: a list of Drafts, or Planned(drafts,
+    detail). An exact retry (same request id and fingerprint) returns the stored events with
+    `replayed` set and appends nothing (the plan does not run); the same id with other
+    parameters fails REQUEST_ID_REUSED. `after_commit(tx, mutation)` runs while the lock is
+    still held (the Guard file is written there); its return value is `mutation.committed`.
     `resume` is a lock-free read's Verified to continue from (see Transaction).
     """
     check_request_id(request_id)
@@ -234,8 +259,12 @@ def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, aft
                     ErrorCode.REQUEST_ID_REUSED,
                     f"request id {request_id!r} was already used for a different operation; use a new id",
                 )
-            return stored, True
-        events = tx.append(plan(tx.state), request_id=request_id, fingerprint=fingerprint)
+            return Mutation(stored, replayed=True)
+        planned = plan(tx.state)
+        if not isinstance(planned, Planned):
+            planned = Planned(planned)
+        result = Mutation(tx.append(planned.drafts, request_id=request_id, fingerprint=fingerprint),
+                          replayed=False, detail=planned.detail)
         if after_commit is not None:
-            after_commit(tx, events)
-        return events, False
+            result.committed = after_commit(tx, result)
+        return result
