@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intent_loop.intent import prompt_commands
-from intent_loop.intent.prompt_commands import (
-    CLAIM_VERBS, HELP_TEXT, MANAGE_VERBS, Command, Rejection, build_claim, has_command, parse_prompt,
-    split_prefix, split_sources, verb_for_claim,
-)
+from intent_loop.intent import claims, prompt_commands
+from intent_loop.intent.claim_text import build_claim, split_sources
+from intent_loop.intent.claim_verbs import CLAIM_VERBS, HELP_TEXT, MANAGE_VERBS, verb_for_claim
+from intent_loop.intent.claims import split_prefix
+from intent_loop.intent.prompt_commands import Command, Rejection, parse_prompt
+from intent_loop.intent.prompt_scan import has_command
 from intent_loop.errors import ErrorCode, IntentLoopError
 from helpers.imports import costly_modules_loaded
 
@@ -264,7 +265,7 @@ def test_parse_line(line, expected):
 
 
 @pytest.mark.parametrize(("verb", "prefix"), list(itertools.product(
-    ("goal", "prefer", "tradeoff", "always"), prompt_commands.RESERVED_PREFIXES)))
+    ("goal", "prefer", "tradeoff", "always"), claims.FIELD_PREFIXES)))
 def test_reserved_prefix_rejected_on_unprefixed_verbs(verb, prefix):
     [entry] = parse_prompt(f"intent: {verb}   {prefix}: some text")
     assert (entry.code, entry.verb) == (ErrorCode.RESERVED_PREFIX, verb)
@@ -273,7 +274,7 @@ def test_reserved_prefix_rejected_on_unprefixed_verbs(verb, prefix):
 
 
 def test_reserved_prefixes_are_the_issue_list():
-    assert prompt_commands.RESERVED_PREFIXES == (
+    assert claims.FIELD_PREFIXES == (
         "object", "surface", "scope include", "scope exclude", "must", "must not", "allow", "ask", "forbid",
         "done when")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers.imports import costly_modules_loaded
 from intent_loop.cli.main import build_parser
 from intent_loop.errors import ErrorCode
-from intent_loop.intent.prompt_commands import CLAIM_VERBS, MANAGE_VERBS
+from intent_loop.intent.claim_verbs import CLAIM_VERBS, MANAGE_VERBS
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "intent_loop"

@@ -224,6 +224,8 @@ def _mutations():
         "multiline_statement": (set_claim(0, statement="first line\nsecond line"), "one line"),
         "oversized_statement": (set_claim(0, statement="x" * 501), "at most 500"),
         "empty_statement": (set_claim(0, statement="  "), "empty"),
+        "paragraph_separator": (set_claim(0, statement="ship\u2028push to main"), "one line"),
+        "bom_only_statement": (set_claim(0, statement="\ufeff"), "empty"),
         "bad_state": (set_claim(2, state="deleted"), "state must be"),
         "bad_facet": (set_claim(2, facets=["vibes"]), "facets"),
         "unknown_field": (set_claim(2, secret_field=1), "unknown field"),

@@ -11,7 +11,8 @@ import time
 from intent_loop.storage import fast_os
 from intent_loop.guard import acceptance
 from intent_loop.storage.atomic import replace_atomically
-from intent_loop.intent.prompt_commands import split_prefix, split_sources
+from intent_loop.intent.claim_text import split_sources
+from intent_loop.intent.claims import split_prefix
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import Draft
 from intent_loop.storage.timestamps import format_utc

@@ -222,7 +222,7 @@ def _receipt_answer(ctx, state, receipt):
         entries.sort(key=lambda entry: entry[0])  # in the order the user typed them
         parts.append("intent-loop receipt:\n" + "\n".join(text for _line, text in entries))
     if receipt.help:
-        from intent_loop.intent.prompt_commands import HELP_TEXT
+        from intent_loop.intent.claim_verbs import HELP_TEXT
 
         parts.append(HELP_TEXT)
     _task_id, view = apply_commands.session_context(state, ctx.paths, ctx.session)

@@ -11,6 +11,10 @@ SOURCE_KINDS = ("user_event", "agent_turn", "tool_result", "external_evidence", 
 ROLE_FOR_STATUS = {"explicit": "user", "inferred": "agent", "evidence": "evidence",
                    "unknown": "agent", "disputed": "system"}
 MAX_STATEMENT = 500
+# The field prefixes a stored statement may start with (`must not: ...`): the grammar writes them,
+# views show them, the Guard projection files a claim by them. Unprefixed text must not mimic one.
+FIELD_PREFIXES = ("object", "surface", "scope include", "scope exclude", "must", "must not",
+                  "allow", "ask", "forbid", "done when")
 MAX_EXCERPT = 160
 MAX_OPAQUE_ID = 200
 CLAIM_KEYS = frozenset(("claim_id", "statement", "role", "epistemic_status", "source_ref", "scope",
@@ -21,18 +25,30 @@ def _invalid(message):
     return IntentLoopError(ErrorCode.INVALID_CLAIM, message)
 
 
+# str.splitlines() boundaries: any of them would make a stored statement render as several lines.
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def has_line_break(text):
+    return any(mark in text for mark in LINE_BREAKS)
+
+
 def check_statement(statement):
-    """Statements are redacted by the caller; here: a single line of 1-500 characters."""
-    if not isinstance(statement, str) or not statement.strip():
+    """THE statement rule, for every way a claim enters (typed `intent:` lines, `claim add`,
+    import): a string that is not blank in Guard's sense, on one line by every line boundary
+    `str.splitlines` knows, of at most 500 characters. Statements arrive redacted."""
+    from intent_loop.intent.rule_grammar import is_blank  # Guard's whitespace, U+FEFF included
+
+    if not isinstance(statement, str) or is_blank(statement):
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, "a claim statement must not be empty")
-    if "\n" in statement or "\r" in statement:
-        raise IntentLoopError(ErrorCode.INVALID_STATEMENT, "a claim statement is one line; split it into several claims")
+    if has_line_break(statement):
+        raise IntentLoopError(ErrorCode.INVALID_STATEMENT, (
+            "a claim is one line (no line or paragraph separators); "
+            "put each statement on its own `intent:` line or `claim add`"))
     if len(statement) > MAX_STATEMENT:
-        raise IntentLoopError(
-            ErrorCode.INVALID_STATEMENT,
-            f"a claim statement is at most {MAX_STATEMENT} characters (this one has {len(statement)}); "
-            "state one atomic fact per claim",
-        )
+        raise IntentLoopError(ErrorCode.INVALID_STATEMENT, (
+            f"a claim statement is at most {MAX_STATEMENT} characters after redaction, including its field "
+            f"prefix (this one has {len(statement)}); split it into shorter claims, one atomic fact each"))
 
 
 def normalize_confidence(value):
@@ -131,3 +147,12 @@ def is_direct_user_explicit(claim):
 
 def short_id(claim_id):
     return claim_id[:8]
+
+
+def split_prefix(statement):
+    """(field prefix name such as "must not", or None; the value without the prefix and one space)."""
+    for prefix in FIELD_PREFIXES:
+        if statement.startswith(prefix + ":"):
+            value = statement[len(prefix) + 1:]
+            return prefix, (value[1:] if value.startswith(" ") else value)
+    return None, statement

@@ -1,7 +1,8 @@
 """Read-only views of a task: the full snapshot, the manual compact view and the hook view."""
 import time
 
-from intent_loop.intent.prompt_commands import verb_for_claim
+from intent_loop.intent.claim_verbs import verb_for_claim
+from intent_loop.intent.claims import split_prefix
 from intent_loop.errors import IntentLoopError
 from intent_loop.intent.state import active_claims, is_hook_visible
 
@@ -9,14 +10,12 @@ HOOK_BUDGET = 2000
 COMPACT_RECORDS = 40
 COMPACT_CHARS = 6000
 STALE_AFTER_DAYS = 90
-_PREFIXED = ("object:", "surface:", "scope include:", "scope exclude:", "must:", "must not:",
-             "allow:", "ask:", "forbid:", "done when:")
 
 
 def claim_line(claim):
     """`[1a2b3c4d] must not: ...`; unprefixed statements get their verb as a label."""
     statement = claim["statement"]
-    if not statement.startswith(_PREFIXED):
+    if split_prefix(statement)[0] is None:
         statement = f"{_label_for(claim)}: {statement}"
     return f"[{claim['claim_id'][:8]}] {statement}"
 

@@ -7,7 +7,9 @@ from intent_loop.guard import provider
 
 from intent_loop.intent import tasks
 from intent_loop.intent.claims import short_id
-from intent_loop.intent.prompt_commands import Rejection, build_claim, verb_for_claim
+from intent_loop.intent.claim_text import build_claim
+from intent_loop.intent.claim_verbs import verb_for_claim
+from intent_loop.intent.prompt_commands import Rejection
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.timestamps import format_utc
 from intent_loop.intent.state import REDUCER
