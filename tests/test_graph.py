@@ -7,7 +7,7 @@ import pytest
 
 from intent_loop.storage.timestamps import utc_sort_key
 
-from intent_loop.ops import graph
+from intent_loop.ops import graph_format, graph_import
 
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
@@ -63,7 +63,7 @@ def test_export_document_shape(cli):
     assert new["supersedes"] == [ids["old"]]
     raw = _export(cli, task_id, "again.json")
     assert raw.endswith(b"\n") and raw.count(b"\n") == 1  # canonical JSON, one line
-    assert graph.validate(raw)[1] == []
+    assert graph_format.validate(raw)[1] == []
 
 
 def test_export_refuses_to_overwrite_without_force(cli):
@@ -188,10 +188,10 @@ def _write(cli, doc, name="in.json"):
 
 def _mutations():
     def oversize(d):
-        return json.dumps(d).encode() + b" " * (graph.MAX_BYTES + 1)
+        return json.dumps(d).encode() + b" " * (graph_format.MAX_BYTES + 1)
 
     def too_many(d):
-        d["claims"] = [_claim(f"c{i}", f"claim {i}") for i in range(graph.MAX_CLAIMS + 1)]
+        d["claims"] = [_claim(f"c{i}", f"claim {i}") for i in range(graph_format.MAX_CLAIMS + 1)]
 
     def set_claim(index, **changes):
         def apply(d):
@@ -258,7 +258,7 @@ def test_import_lists_every_problem(cli, project):
     doc["claims"][2]["claim_id"] = "a"
     doc["claims"][1]["confidence"] = 2
     with pytest.raises(IntentLoopError) as info:
-        graph.import_graph(project, REDUCER, json.dumps(doc).encode(), deadline=time.monotonic() + 10)
+        graph_import.import_graph(project, REDUCER, json.dumps(doc).encode(), deadline=time.monotonic() + 10)
     assert info.value.code == ErrorCode.IMPORT_INVALID
     assert len(info.value.details["problems"]) >= 3
     rc, _out, err = cli("import", _write(cli, doc))

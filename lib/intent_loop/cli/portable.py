@@ -2,9 +2,7 @@
 import os
 import sys
 
-from intent_loop.ops import deletion
-
-from intent_loop.ops import graph
+from intent_loop.ops import deletion, graph_export, graph_format, graph_import
 from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
                                     pick_task, show_group_help)
 from intent_loop.intent.state import REDUCER
@@ -57,14 +55,14 @@ def cmd_export(args, console):
     paths = current_project(console)
     state = load_state(paths)
     task_id = pick_task(state, args.task)
-    data = graph.render(graph.export_graph(state, task_id))
+    data = graph_export.render(graph_export.export_graph(state, task_id))
     if not args.output:
         if args.force:
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "--force only makes sense with -o FILE")
         console.stdout.write(data.decode("utf-8"))
         return 0
     target = os.path.join(console.cwd, args.output)
-    written = graph.write_export(target, data, force=args.force)
+    written = graph_export.write_export(target, data, force=args.force)
     from intent_loop.storage.canonical import sha256_hex
 
     result = {"ok": True, "task_id": task_id, "path": written, "bytes": len(data), "sha256": sha256_hex(data),
@@ -78,12 +76,12 @@ def cmd_export(args, console):
 
 def _read_graph(console, name):
     if name == "-":
-        data = sys.stdin.buffer.read(graph.MAX_BYTES + 1)
+        data = sys.stdin.buffer.read(graph_format.MAX_BYTES + 1)
     else:
         path = os.path.join(console.cwd, name)
         try:
             with open(path, "rb") as fh:
-                data = fh.read(graph.MAX_BYTES + 1)
+                data = fh.read(graph_format.MAX_BYTES + 1)
         except OSError as exc:
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"cannot read {name}: {exc.strerror}") from exc
     return data
@@ -93,8 +91,8 @@ def cmd_import(args, console):
     data = _read_graph(console, args.file)
     paths = current_project(console)
     try:
-        result = graph.import_graph(paths, REDUCER, data, task_id=args.task, deadline=deadline(),
-                                    workspace=paths.root, env=console.env)
+        result = graph_import.import_graph(paths, REDUCER, data, task_id=args.task, deadline=deadline(),
+                                           workspace=paths.root, env=console.env)
     except IntentLoopError as exc:
         if exc.code != ErrorCode.IMPORT_INVALID or args.json:
             raise
