@@ -103,14 +103,13 @@ def ensure_npm_codex():
 
 
 # -- the binaries ---------------------------------------------------------------------------
-# name in dist/ -> (entry module, entry function, is a hook)
-BINARIES = {
-    "intent-loop-session-start": ("hooks.session_start", "main", True),
-    "intent-loop-user-prompt": ("hooks.user_prompt", "main", True),
-    "intent-loop-stop": ("hooks.stop", "main", True),
-    "intent-loop": ("intent_loop.cli.main", "run", False),
-}
+sys.path.insert(0, str(ROOT / "lib"))
+from intent_loop.launch.binaries import BINARIES, BY_NAME, HOOKS, PLUGIN_COMMAND, handler_group  # noqa: E402
+
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one commit are byte-identical
+PLUGIN_HOOKS = ROOT / "hooks.json"
+PLUGIN_DESCRIPTION = ("intent-loop: records the user's `intent:` commands and publishes the Guard contract "
+                      "(needs a built dist/: python3 build.py)")
 
 # The launcher's Python: find the data root (the embedded _data_root source; the CLI uses a
 # private temp runtime until the data root exists, so a dry run creates nothing there), import from the
@@ -244,6 +243,19 @@ def _is_os_alias(node):
             and [(a.name, a.asname) for a in node.names] == [("fast_os", None)])
 
 
+def plugin_hooks_json():
+    """The plugin's hooks.json: one handler per hook of the table, each on one line."""
+    events = []
+    for hook in HOOKS:
+        group = handler_group(hook, PLUGIN_COMMAND + hook.name)
+        matcher = f'        "matcher": {json.dumps(group["matcher"])},\n' if "matcher" in group else ""
+        [handler] = group["hooks"]
+        events.append(f'    {json.dumps(hook.event)}: [\n      {{\n{matcher}        "hooks": [\n'
+                      f'          {json.dumps(handler)}\n        ]\n      }}\n    ]')
+    return (f'{{\n  "description": {json.dumps(PLUGIN_DESCRIPTION)},\n  "hooks": {{\n'
+            + ",\n".join(events) + "\n  }\n}\n")
+
+
 def stage_site_packages(stage):
     """lib/intent_loop, hooks/ and orjson, copied without caches, in a fresh directory."""
     import orjson
@@ -260,7 +272,8 @@ def stage_site_packages(stage):
 def build_binary(name, stage, out_dir, python):
     import zipfile
 
-    module, function, is_hook = BINARIES[name]
+    binary = BY_NAME[name]
+    module, function, is_hook = binary.module, binary.function, binary.is_hook
     pyz = CACHE / "build" / f"{name}.pyz"
     env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
     run([venv_python(), "-m", "shiv", "--site-packages", stage, "-e", f"{module}:{function}",
@@ -285,12 +298,20 @@ def build_binary(name, stage, out_dir, python):
     return out
 
 
+def write_plugin_hooks():
+    """hooks.json is committed (Codex reads it from the plugin's tree) and regenerated here."""
+    text = plugin_hooks_json()
+    if not PLUGIN_HOOKS.exists() or PLUGIN_HOOKS.read_text() != text:
+        PLUGIN_HOOKS.write_text(text)
+    return PLUGIN_HOOKS
+
+
 def build_all():
     python = os.path.realpath(sys.executable)
     stage = CACHE / "build" / "site-packages"
     stage_site_packages(stage)
     DIST.mkdir(exist_ok=True)
-    return [build_binary(name, stage, DIST, python) for name in BINARIES]
+    return [build_binary(binary.name, stage, DIST, python) for binary in BINARIES] + [write_plugin_hooks()]
 
 
 def cmd_build(_args):

@@ -13,6 +13,7 @@ import pytest
 from intent_loop.hook import handlers
 
 from intent_loop.hook import runtime
+from intent_loop.launch.binaries import BINARY_FOR_EVENT
 
 from intent_loop.storage import ledger
 
@@ -22,8 +23,7 @@ from intent_loop.intent.state import ProjectReducer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
-BINARIES = {"SessionStart": "intent-loop-session-start", "UserPromptSubmit": "intent-loop-user-prompt",
-            "Stop": "intent-loop-stop"}
+BINARIES = BINARY_FOR_EVENT  # event -> binary name in dist/
 EVENTS = list(BINARIES)
 IN_PROCESS_PER_BINARY = 2000
 BINARY_RUNS_PER_BINARY = 100

@@ -1,14 +1,20 @@
-"""install / uninstall through dist/intent-loop against a temporary Codex home; plugin files' shape."""
+"""install / uninstall through dist/intent-loop against a temporary Codex home; plugin files' shape;
+golden bytes of what Codex hashes (a changed handler is silently untrusted until re-trusted)."""
+import importlib.util
 import json
 import os
+import shlex
 import subprocess
 
 import pytest
 
+from intent_loop.launch import binaries as table
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(ROOT, "dist")
 CLI = os.path.join(DIST, "intent-loop")
-BINARIES = ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop")
+GOLDEN = os.path.join(ROOT, "tests", "fixtures", "install")
+BINARIES = tuple(binary.name for binary in table.BINARIES)
 HANDLER_KEYS = {"type", "command", "timeout", "statusMessage", "commandWindows", "async", "additionalContextLimit"}
 needs_dist = pytest.mark.skipif(not all(os.access(os.path.join(DIST, b), os.X_OK) for b in BINARIES),
                                 reason="dist/ is not built: run `python3 build.py` first")
@@ -164,3 +170,86 @@ def test_plugin_files_use_only_keys_codex_accepts():
         manifest = json.load(fh)
     assert manifest["name"] == "intent-loop" and manifest["version"] == "0.1.0"
     assert manifest["hooks"] == "./hooks.json" and ".." not in manifest["hooks"]
+
+
+# -- golden: what Codex hashes stays byte-identical ---------------------------------------------
+def _golden(name):
+    with open(os.path.join(GOLDEN, name), "rb") as fh:
+        return fh.read()
+
+
+def _previous_build():
+    return json.loads(_golden("previous-build.json"))
+
+
+def _load_build_py():
+    spec = importlib.util.spec_from_file_location("build_for_test", os.path.join(ROOT, "build.py"))
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    return build
+
+
+def test_binary_names_are_the_ones_installed_users_have():
+    assert BINARIES == ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop")
+    assert all(hook.name.startswith(table.HOOK_PREFIX) for hook in table.HOOKS)
+    assert not table.BY_NAME["intent-loop"].is_hook  # `is_ours` must never match the CLI itself
+
+
+def test_plugin_hooks_json_is_generated_from_the_table_byte_identical_to_the_golden():
+    golden = _golden("plugin-hooks.json")
+    assert _load_build_py().plugin_hooks_json().encode() == golden
+    with open(os.path.join(ROOT, "hooks.json"), "rb") as fh:
+        assert fh.read() == golden
+
+
+@pytest.mark.parametrize("before, after", [(None, "previous-build-fresh.hooks.json"),
+                                           ("foreign.hooks.json", "previous-build-merged.hooks.json")])
+def test_install_writes_the_handlers_the_previous_build_wrote_byte_for_byte(before, after):
+    from intent_loop.cli.install import desired_groups, merged, render
+
+    previous = _previous_build()
+    config = json.loads(_golden(before)) if before else None
+    groups = desired_groups(previous["dist"], previous["python"])
+    assert render(merged(config, groups)) == _golden(after)
+
+
+def _as_if_installed_here(name, dist, python):
+    """A golden file of the previous build with its dist and interpreter replaced by this machine's."""
+    previous = _previous_build()
+    text = _golden(name).decode()
+    for old, new in ((previous["python"], python), (previous["dist"], dist)):
+        text = text.replace(json.dumps(shlex.quote(old))[1:-1], json.dumps(shlex.quote(new))[1:-1])
+    return text
+
+
+@needs_dist
+@pytest.mark.parametrize("name", ["previous-build-fresh.hooks.json", "previous-build-merged.hooks.json"])
+def test_install_over_the_previous_builds_installation_is_unchanged(home, name):
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    python = json.loads(run("install", "--json", home=home).stdout)["python"]
+    (codex / "hooks.json").write_text(_as_if_installed_here(name, os.path.realpath(DIST), python))
+    before = (codex / "hooks.json").read_bytes()
+    proc = run("install", "--apply", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["changed"], result["applied"], result["backup"]) == (False, False, None)
+    assert (codex / "hooks.json").read_bytes() == before
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]
+    assert sorted(event for event, _m, _h in ours(json.loads(before))) == ["SessionStart", "Stop", "UserPromptSubmit"]
+
+
+@needs_dist
+def test_install_over_a_previous_build_elsewhere_replaces_its_handlers_without_duplicates(home):
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    python = json.loads(run("install", "--json", home=home).stdout)["python"]
+    (codex / "hooks.json").write_text(_as_if_installed_here("previous-build-merged.hooks.json", "/old/checkout/dist",
+                                                            python))
+    proc = run("install", "--apply", "--json", home=home)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["changed"] is True, proc.stderr
+    config = json.loads((codex / "hooks.json").read_text())
+    found = ours(config)
+    assert sorted(event for event, _m, _h in found) == ["SessionStart", "Stop", "UserPromptSubmit"]
+    assert all(os.path.dirname(h["command"].split(" ", 1)[1]) == os.path.realpath(DIST) for _e, _m, h in found)
+    assert {"hooks": [FOREIGN]} in config["hooks"]["Stop"]

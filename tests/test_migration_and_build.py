@@ -14,6 +14,7 @@ from intent_loop.storage import ledger
 from intent_loop.storage import migration
 from intent_loop.storage import transaction
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.launch.binaries import BINARIES
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"
@@ -66,7 +67,7 @@ def test_two_builds_from_one_commit_are_byte_identical(tmp_path):
     subprocess.run([sys.executable, str(ROOT / "build.py"), "build"], cwd=ROOT, check=True,
                    capture_output=True, timeout=600)
     after = {p.name: p.read_bytes() for p in DIST.iterdir() if p.is_file()}
-    assert set(before) >= {"intent-loop", "intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop"}
+    assert set(before) >= {binary.name for binary in BINARIES}
     assert before == after
 
 

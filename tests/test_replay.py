@@ -7,16 +7,17 @@ import subprocess
 import pytest
 
 from intent_loop.guard.acceptance import validate_provider_document
+from intent_loop.launch.binaries import BINARIES, HOOKS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(ROOT, "dist")
 CLI = os.path.join(DIST, "intent-loop")
 REPLAY_DIR = os.path.join(ROOT, "tests", "fixtures", "replay")
 SEQUENCES = sorted(n[:-6] for n in os.listdir(REPLAY_DIR) if n.endswith(".jsonl"))
-HOOK_BINARIES = ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop")
+ALL_BINARIES = tuple(binary.name for binary in BINARIES)
 
 pytestmark = pytest.mark.skipif(
-    not all(os.access(os.path.join(DIST, b), os.X_OK) for b in HOOK_BINARIES),
+    not all(os.access(os.path.join(DIST, b), os.X_OK) for b in ALL_BINARIES),
     reason="dist/ is not built: run `python3 build.py` first")
 
 _SHORT_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-f])")
@@ -119,7 +120,7 @@ def test_hostile_inputs_fail_open_and_record_nothing(results):
 def test_replay_flags_a_binary_that_answers_garbage(tmp_path):
     dist = tmp_path / "dist"
     dist.mkdir()
-    for name in HOOK_BINARIES[:3]:
+    for name in (hook.name for hook in HOOKS):
         script = dist / name
         script.write_text("#!/bin/sh\ncat >/dev/null\necho not json\n")
         script.chmod(0o755)

@@ -26,18 +26,19 @@ from intent_loop.storage import paths as paths_mod
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mock_model import MockModelServer, developer_messages  # noqa: E402
 from helpers.settle import settle  # noqa: E402
+from intent_loop.launch.binaries import HOOKS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 CLI = DIST / "intent-loop"
-HOOK_BINARIES = ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop")
+HOOK_BINARIES = tuple(hook.name for hook in HOOKS)
 CODEX_BIN = os.environ.get("INTENT_LOOP_CODEX_BIN", "")
 TURN_TIMEOUT = 100  # per turn; two turns stay under conftest.HANG_LIMIT_SECONDS (240)
 BYPASS = ("--dangerously-bypass-hook-trust", "--skip-git-repo-check")
 HOOK_LINE = re.compile(r"^hook: (?P<event>[A-Za-z]+)(?: (?P<status>[A-Za-z]+))?\s*$")
 SESSION_ID = re.compile(r"session id: ([0-9a-fA-F-]{36})")
 UUID_IN_NAME = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+EVENTS = tuple(hook.event for hook in HOOKS)
 
 pytestmark = [
     pytest.mark.e2e,

@@ -13,12 +13,8 @@ import tempfile
 
 from intent_loop.cli.common import add_json_flag
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.launch.binaries import BINARY_FOR_EVENT
 
-BINARY_FOR_EVENT = {
-    "SessionStart": "intent-loop-session-start",
-    "UserPromptSubmit": "intent-loop-user-prompt",
-    "Stop": "intent-loop-stop",
-}
 STEP_TIMEOUT = 30.0
 _DROPPED_ENV = ("CODEX_HOME", "PLUGIN_DATA", "PLUGIN_ROOT", "INTENT_LOOP_DATA_DIR", "EFG_CONTRACT_PATH")
 
