@@ -1,8 +1,11 @@
 """intent_loop.storage.fast_os must behave exactly like `os`/`posixpath` for every call the hook path makes:
 project ids are hashes of `realpath`, so one differing path would split a project in two."""
+import json
 import os
 import posixpath
+import pwd
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -80,16 +83,59 @@ def test_makedirs_gives_the_mode_to_the_last_directory_only(tmp_path):
         fast_os.makedirs(str(ours / "x"), 0o700)
 
 
-def test_environ_is_os_environ_decoded_the_same_way(tmp_path):
-    """A snapshot taken when the process starts, undecodable bytes kept as os keeps them."""
-    import subprocess
+ENV = {b"PATH": os.environb.get(b"PATH", b""), b"PLAIN": b"x", b"UNICODE": "caf\u00e9".encode(),
+       b"RAW": b"\xff\xfe", b"EMPTY": b""}
+LIB = os.path.dirname(os.path.dirname(os.path.dirname(fast_os.__file__)))
+EQUIVALENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers", "fast_os_equivalence.py")
+SUPPORTED = ("3.11", "3.12", "3.13")
+# Read at import, before the autouse fixture replaces HOME (pyenv and its shims look there)
+PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")
+PATH_AT_START = os.environ.get("PATH", "")
 
-    env = {b"PATH": os.environb.get(b"PATH", b""), b"PLAIN": b"x", b"UNICODE": "caf\u00e9".encode(), b"RAW": b"\xff\xfe"}
+
+def _interpreter(version):
+    """An interpreter of CPython `version`: pyenv's newest, else python<version> on PATH; or None."""
+    import glob
+    import shutil
+
+    candidates = sorted(glob.glob(os.path.join(PYENV_ROOT, "versions", f"{version}.*", "bin", f"python{version}")),
+                        key=lambda p: [int(n) for n in p.split("/versions/")[1].split("/")[0].split(".") if n.isdigit()])
+    candidates = candidates[::-1] + [p for p in [shutil.which(f"python{version}", path=PATH_AT_START)] if p]
+    for candidate in candidates:
+        try:
+            done = subprocess.run([candidate, "-I", "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                  capture_output=True, text=True, timeout=30)
+        except OSError:
+            continue
+        if done.returncode == 0 and done.stdout.strip() == version:  # a pyenv shim without the version fails here
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_fast_os_equals_os_under_each_supported_cpython(version, tmp_path):
+    """The same comparisons as above (seeded, stdlib only) plus the environment, per interpreter."""
+    python = _interpreter(version)
+    if python is None:
+        pytest.skip(f"CPython {version} not found (neither {PYENV_ROOT}/versions/{version}.* nor python{version} on PATH)")
+    done = subprocess.run([python, "-I", "-S", EQUIVALENCE, LIB, str(tmp_path)], env=ENV, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert ".".join(map(str, report["version"][:2])) == version
+    assert report["comparisons"] > 10000 and report["mismatches"] == []
+
+
+def test_the_environment_is_read_when_asked_never_copied():
+    """getenv decodes what os.environ decodes (undecodable bytes kept as os keeps them)."""
     code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from intent_loop.storage import fast_os; "
-            "print(fast_os.environ == dict(os.environ) and fast_os.environ['RAW'] == os.environ['RAW'])")
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, os.path.dirname(os.path.dirname(os.path.dirname(fast_os.__file__)))],
-                          env=env, capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "True", done.stderr
+            "os.environ['LATER'] = 'set after import'; "
+            "keys = ['PLAIN', 'UNICODE', 'RAW', 'EMPTY', 'LATER', 'MISSING']; "
+            "print([fast_os.getenv(k) == os.environ.get(k) for k in keys] == [True] * 6, hasattr(fast_os, 'environ'))")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, LIB], env=ENV, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == "True False", done.stderr
+    assert fast_os.Environment.__slots__ == ()  # the view holds nothing of its own
 
 
 def test_the_hook_path_never_imports_os():

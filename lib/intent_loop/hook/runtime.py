@@ -76,7 +76,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     """Run `handler(payload, context) -> {"context"?, "system_message"?, "after_answer"?}` fail-open;
     never raises. `after_answer` is (paths, job): work done once the answer is out, in a detached
     child when `detach` (the hook process), else right here (in-process callers and tests)."""
-    env = fast_os.environ if env is None else env
+    env = fast_os.environment if env is None else env
     output = _Output(stdout_fd)
     started = time.monotonic()
     where = "start"
@@ -138,7 +138,7 @@ def serve(event_name, handler):
     is lost by it: the answer left through fast_os.write, every file written was closed (and synced
     where durability matters) before the handler returned, and the lock was released.
     """
-    if "INTENT_LOOP_EXTRACTING" in fast_os.environ:  # only the first run after shiv extracted the runtime
+    if fast_os.getenv("INTENT_LOOP_EXTRACTING") is not None:  # only the first run after shiv extracted the runtime
         from intent_loop.launch.extracted_runtime import finish_extraction
 
         finish_extraction()

@@ -6,16 +6,14 @@ the marker written here; otherwise it runs the file as a zip so shiv extracts it
 """
 import os
 
-from intent_loop.storage import fast_os
-
 MARKER = ".intent-loop-complete"
 EXTRACTING_ENV = "INTENT_LOOP_EXTRACTING"
 
 
 def finish_extraction():
     """Called first by every entry point; costs one environment lookup on the fast path."""
+    # os.environ keeps its bytes in posix.environ, which fast_os.getenv reads: the hooks no longer see it
     site_packages = os.environ.pop(EXTRACTING_ENV, None)
-    fast_os.environ.pop(EXTRACTING_ENV, None)  # the hooks read this snapshot of the environment
     if not site_packages:
         return
     import sys

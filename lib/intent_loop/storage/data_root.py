@@ -2,7 +2,7 @@
 
 build.py copies this module's source into each binary's /bin/sh launcher, which needs the
 data root to find the extracted runtime before anything else can be imported (it swaps the
-`_os` import below for the real `os` there).
+`fast_os` import below for the real `os` there).
 """
 from intent_loop.storage import fast_os
 

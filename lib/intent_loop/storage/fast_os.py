@@ -2,15 +2,16 @@
 
 A hook runs under `python -I -S`, where nothing has imported `os` yet, and importing it costs
 about 1.5-2 ms (it builds `os.environ` on `_collections_abc`): a seventh of the interpreter's
-own start, paid on every prompt. Modules on the hook path therefore write
-`from intent_loop import _os as os` and get the same names with the same behaviour for the calls
-provided here (tests compare them with the real `os` and `posixpath`). POSIX only, like the
-hooks; a Windows port replaces this module with the real `os`.
+own start, paid on every prompt. Modules on the hook path therefore call `fast_os.<name>` and
+get the same behaviour as `os.<name>` / `os.path.<name>` for the calls provided here (tests
+compare them with the real `os` and `posixpath` under each CPython the project supports). The
+environment is read through `getenv` when asked, never copied. POSIX only, like the hooks; a
+Windows port replaces this module with the real `os`.
 """
 import sys
 
 import posix
-from posix import (  # noqa: F401 - re-exported for `os.<name>` call sites
+from posix import (  # noqa: F401 - re-exported for `fast_os.<name>` call sites
     O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_WRONLY, _exit, close, dup2,
     fork, fstat, fsync, getcwd, getpid, getuid, kill, listdir, lstat, mkdir, open, pread, readlink, rename,
     replace, rmdir, setsid, stat, unlink, urandom, utime, write,
@@ -32,9 +33,27 @@ sep = "/"
 path = sys.modules[__name__]  # `os.path.join` and friends are the functions below
 
 _ENCODING = sys.getfilesystemencoding()
-# A snapshot, decoded as os.environ decodes it; hooks only read their environment.
-environ = {key.decode(_ENCODING, "surrogateescape"): value.decode(_ENCODING, "surrogateescape")
-           for key, value in posix.environ.items()}
+
+
+def getenv(key, default=None):
+    """os.getenv: the variable read from posix.environ when asked and decoded as os.environ
+    decodes it. posix.environ is the very dict os.environ stores its bytes in, so a change made
+    through os.environ is seen here too: there is no second copy to fall out of step."""
+    value = posix.environ.get(key.encode(_ENCODING, "surrogateescape"))
+    return default if value is None else value.decode(_ENCODING, "surrogateescape")
+
+
+class Environment:
+    """The read-only view of the environment a hook passes down as `env` (callers use `.get`)."""
+
+    __slots__ = ()
+    get = staticmethod(getenv)
+
+    def __contains__(self, key):
+        return getenv(key) is not None
+
+
+environment = Environment()
 
 
 def join(first, *rest):
