@@ -105,113 +105,31 @@ def ensure_npm_codex():
 # -- the binaries ---------------------------------------------------------------------------
 sys.path.insert(0, str(ROOT / "lib"))
 from intent_loop.launch.binaries import BINARIES, BY_NAME, HOOKS, PLUGIN_COMMAND, handler_group  # noqa: E402
+from intent_loop.launch.fast_path import MARKER  # noqa: E402
 
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one commit are byte-identical
+LAUNCH = ROOT / "lib" / "intent_loop" / "launch"
 PLUGIN_HOOKS = ROOT / "hooks.json"
 PLUGIN_DESCRIPTION = ("intent-loop: records the user's `intent:` commands and publishes the Guard contract "
                       "(needs a built dist/: python3 build.py)")
 
-# The launcher's Python: find the data root (the embedded _data_root source; the CLI uses a
-# private temp runtime until the data root exists, so a dry run creates nothing there), import from the
-# extracted runtime when its completion marker is there, else run this same file as a zip so
-# shiv extracts it. Kept free of single quotes because it sits inside sh '...'.
-LAUNCHER_CODE = """import sys,os
-{early_sigterm}B=os.path.realpath(sys.argv[1]);A=sys.argv[2:]
-{data_root_source}
-def _runtime_root():
-    try:
-        f=find_data_root(os.environ,B)
-    except ValueError:
-        f=None
-    if f and (H or os.path.isdir(f[0])):
-        return os.path.join(f[0],"runtime",K)
-    if H:
-        return None
-    u=os.path.join(os.environ.get("TMPDIR") or "/tmp","intent-loop-runtime-%d" % os.getuid())
-    os.makedirs(u,0o700,exist_ok=True)
-    s=os.lstat(u)
-    if s.st_uid!=os.getuid() or s.st_mode & 0o077 or not os.path.isdir(u) or os.path.islink(u):
-        sys.exit("intent-loop: unsafe runtime directory %s; set CODEX_HOME or INTENT_LOOP_DATA_DIR" % u)
-    return os.path.join(u,K)
-K="{build_id}";E="{module}";F="{function}";H={is_hook}
-R=_runtime_root()
-if R is None:
-    while os.read(0,65536):
-        pass
-    os.write(1,b'{{"continue":true}}')
-    sys.exit(0)
-S=os.path.join(R,os.path.basename(B)+"_"+K,"site-packages")
-M=os.path.join(S,".intent-loop-complete")
-if os.path.isfile(M):
-    sys.path[0:0]=[S];sys.argv=[B]+A
-    try:
-        m=__import__(E,fromlist=[F])
-    except ImportError:
-        m=None
-    if m is not None:
-        getattr(m,F)()
-        sys.exit(0)
-    os.unlink(M)
-for k in [k for k in os.environ if k.startswith("SHIV_")]:
-    del os.environ[k]
-if os.path.isdir(S):
-    os.environ["SHIV_FORCE_EXTRACT"]="1"
-os.makedirs(R,0o700,exist_ok=True)
-os.environ["SHIV_ROOT"]=R;os.environ["INTENT_LOOP_EXTRACTING"]=S
-os.execv(sys.executable,[sys.executable,"-I","-S",B]+A)
-"""
 
-# A hook killed before hook_runtime installs its own handler still answers fail-open.
-EARLY_SIGTERM = """import _signal,posix
-_signal.signal(15,lambda *a:(posix.write(1,b'{"continue":true}'),posix._exit(0)))
-"""
-
-# The shell finds the common data roots itself (INTENT_LOOP_DATA_DIR, CODEX_HOME, ~/.codex, in
-# the order of intent_loop/_data_root.py); when that runtime is complete it starts Python on a
-# few lines that import the entry point. Anything else (PLUGIN_DATA, a plugin-cache path, a
-# symlinked binary, no runtime yet, a relative override) goes to the full launcher above, which
-# resolves the data root in Python and extracts. Python compiling the full launcher costs ~1.4 ms,
-# a tenth of an interpreter start, so the common case skips it.
-FAST_CODE = """import sys
-{early_sigterm}S=sys.argv[1];sys.argv=sys.argv[2:];sys.path[0:0]=[S]
-try:
-    from {module} import {function} as entry
-except ImportError:
-    import os
-    os.unlink(S+"/.intent-loop-complete");os.execv("/bin/sh",["/bin/sh"]+sys.argv)
-entry()
-"""
-
-LAUNCHER_SH = """#!/bin/sh
-# intent-loop {name}: this /bin/sh launcher is followed by a shiv zip (README: "Binaries").
-PY="${{INTENT_LOOP_PYTHON:-{python}}}"
-if [ -x "$PY" ]; then
-  R=
-  if [ -n "${{INTENT_LOOP_DATA_DIR:-}}" ]; then
-    case $INTENT_LOOP_DATA_DIR in /*) R=$INTENT_LOOP_DATA_DIR ;; esac
-  elif [ -n "${{CODEX_HOME:-}}" ]; then
-    case $CODEX_HOME in /*) R=$CODEX_HOME/plugin-data/intent-loop/v1 ;; esac
-  elif [ -z "${{PLUGIN_DATA:-}}" ]; then
-    case $0 in */plugins/cache/*) ;; *) case ${{HOME:-}} in /?*) [ -d "$HOME/.codex" ] && R=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
-  fi
-  S=$R/runtime/{build_id}/${{0##*/}}_{build_id}/site-packages
-  if [ -n "$R" ] && [ ! -L "$0" ] && [ -f "$S/.intent-loop-complete" ]; then
-    {run} "$PY" -I -S -c "{fast_code}" "$S" "$0" "$@"{after_run}
-  fi
-  {run} "$PY" -I -S -c "{code}" "$0" "$@"{after_run}
-fi
-{fallback}
-"""
-# A hook keeps the shell as its parent: whatever kills Python before hook_runtime answers (a
-# crash inside shiv's bootstrap, a missing module), Codex still gets continue:true and exit 0.
-# The shell ignores SIGTERM (so does Python until hook_runtime's handler, which answers fail-open,
-# is in place): a TERM sent to the shell alone or to the whole group never leaves Codex without
-# an answer.
-HOOK_RUN, HOOK_AFTER_RUN = "trap '' TERM;", " || printf '{\"continue\":true}'; exit 0"
-CLI_RUN, CLI_AFTER_RUN = "exec", ""
-
-HOOK_FALLBACK = "cat >/dev/null; printf '{\"continue\":true}'; exit 0"
-CLI_FALLBACK = 'echo "intent-loop: no Python at $PY; set INTENT_LOOP_PYTHON to a Python 3.11+ interpreter" >&2; exit 1'
+def launcher_prefix(binary, *, build_id, python):
+    """The /bin/sh prefix of one binary: launch/launcher.sh with its @VALUES@ filled in, its comment
+    lines (after the first two) dropped, and the Python launchers embedded as `-c` code."""
+    lines = (LAUNCH / "launcher.sh").read_text().splitlines(keepends=True)
+    text = "".join(lines[:2] + [line for line in lines[2:] if not line.lstrip().startswith("#")])
+    hook = "is_hook=True" if binary.is_hook else "is_hook=False"
+    entry = f"{binary.module!r}, {binary.function!r}, {hook}"
+    values = {
+        "NAME": binary.name, "PYTHON": python, "BUILD_ID": build_id, "MARKER": MARKER,
+        "IS_HOOK": "1" if binary.is_hook else "",
+        "FAST_PATH_CODE": _sh_double_quoted(embedded_source("launch/fast_path.py") + f"\nrun_extracted({entry})\n"),
+        "LAUNCHER_CODE": _sh_double_quoted(embedded_source("launch/launcher.py") + f"\nrun({build_id!r}, {entry})\n"),
+    }
+    for name, value in values.items():  # the code values last: nothing inside them is a placeholder
+        text = text.replace(f"@{name}@", value)
+    return text
 
 
 def _sh_double_quoted(text):
@@ -221,22 +139,44 @@ def _sh_double_quoted(text):
     return text
 
 
-def _embedded_data_root_source():
+def embedded_source(relative, _seen=None):
+    """A module of lib/intent_loop as one self-contained piece of code for `python -c`: docstrings
+    dropped, each `from intent_loop.<module> import ...` replaced by that module's embedded source
+    (once), and the fast os slice replaced by the real `os`, which the launcher has already and
+    which behaves identically for the calls made (tests/test_fast_os.py)."""
     import ast
 
-    source = (ROOT / "lib" / "intent_loop" / "storage" / "data_root.py").read_text()
-    tree = ast.parse(source)
-    for node in ast.walk(tree):  # drop docstrings: they only lengthen the launcher
+    seen = set() if _seen is None else _seen
+    tree = ast.parse((ROOT / "lib" / "intent_loop" / relative).read_text())
+    body = []
+    for node in _without_docstrings(tree).body:
+        if _is_fast_os_import(node):
+            body.append(ast.Import(names=[ast.alias("os", "fast_os")]))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("intent_loop."):
+            module = node.module.removeprefix("intent_loop.").replace(".", "/") + ".py"
+            if module not in seen:
+                seen.add(module)
+                body.extend(ast.parse(embedded_source(module, seen)).body)
+        else:
+            body.append(node)
+    names = [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    names += [t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+    if len(names) != len(set(names)):  # one namespace now: a second definition would replace the first
+        raise SystemExit(f"build.py: the modules embedded for {relative} define a name twice: {sorted(names)}")
+    return ast.unparse(ast.Module(body=body, type_ignores=[]))
+
+
+def _without_docstrings(tree):
+    import ast
+
+    for node in ast.walk(tree):  # they only lengthen what Python compiles on every start
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             node.body = body[1:] or [ast.Pass()]
-    # the library reads `os` through intent_loop.storage.fast_os; the launcher runs before intent_loop is
-    # importable and has the real `os` already, which the same calls behave identically on
-    tree.body = [ast.Import(names=[ast.alias("os", "fast_os")]) if _is_os_alias(node) else node for node in tree.body]
-    return ast.unparse(tree)
+    return tree
 
 
-def _is_os_alias(node):
+def _is_fast_os_import(node):
     import ast
 
     return (isinstance(node, ast.ImportFrom) and node.module == "intent_loop.storage"
@@ -273,23 +213,14 @@ def build_binary(name, stage, out_dir, python):
     import zipfile
 
     binary = BY_NAME[name]
-    module, function, is_hook = binary.module, binary.function, binary.is_hook
     pyz = CACHE / "build" / f"{name}.pyz"
     env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
-    run([venv_python(), "-m", "shiv", "--site-packages", stage, "-e", f"{module}:{function}",
+    run([venv_python(), "-m", "shiv", "--site-packages", stage, "-e", f"{binary.module}:{binary.function}",
          "-o", pyz, "--reproducible", "--no-modify", "-p", "/bin/sh"], env=env, stdout=subprocess.DEVNULL)
     data = pyz.read_bytes()
     with zipfile.ZipFile(pyz) as archive:
         build_id = json.loads(archive.read("environment.json"))["build_id"]
-    code = LAUNCHER_CODE.format(early_sigterm=EARLY_SIGTERM if is_hook else "",
-                                data_root_source=_embedded_data_root_source(), build_id=build_id,
-                                module=module, function=function, is_hook=is_hook)
-    fast_code = FAST_CODE.format(early_sigterm=EARLY_SIGTERM if is_hook else "", module=module, function=function)
-    prefix = LAUNCHER_SH.format(name=name, python=python, code=_sh_double_quoted(code), build_id=build_id,
-                                fast_code=_sh_double_quoted(fast_code),
-                                run=HOOK_RUN if is_hook else CLI_RUN,
-                                after_run=HOOK_AFTER_RUN if is_hook else CLI_AFTER_RUN,
-                                fallback=HOOK_FALLBACK if is_hook else CLI_FALLBACK)
+    prefix = launcher_prefix(binary, build_id=build_id, python=python)
     out = out_dir / name
     tmp = out.with_suffix(".tmp")
     tmp.write_bytes(prefix.encode() + data[data.index(b"\n") + 1 :])

@@ -1,37 +1,46 @@
-"""The /bin/sh launcher finds the common data roots itself, duplicating _data_root.py for speed.
+"""The launcher of every binary: launch/launcher.sh with the Python of launch/fast_path.py and
+launch/launcher.py embedded by build.py.
 
-Whenever the shell settles on a root, it must be the directory find_data_root names; when it
-cannot tell (PLUGIN_DATA, a plugin-cache path, relative values), it must leave the choice to the
-Python launcher instead of guessing.
+The shell finds the common data roots itself, duplicating storage/data_root.py for speed: whenever
+it settles on a root, it must be the directory find_data_root names; when it cannot tell
+(PLUGIN_DATA, a plugin-cache path, relative values), it must leave the choice to the Python
+launcher instead of guessing. The generated code is checked as built (read back from dist/), not
+only as the modules it comes from: build.py rewrites imports when it embeds them.
 """
 import importlib.util
 import itertools
+import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from intent_loop.launch import fast_path, launcher
+from intent_loop.launch.binaries import BINARIES
 from intent_loop.storage.data_root import find_data_root
 
 ROOT = Path(__file__).resolve().parents[1]
+DIST = ROOT / "dist"
+LAUNCHER_SH = ROOT / "lib" / "intent_loop" / "launch" / "launcher.sh"
+needs_dist = pytest.mark.skipif(not all(os.access(DIST / b.name, os.X_OK) for b in BINARIES),
+                                reason="dist/ is not built: run `python3 build.py` first")
 
 
 def _launcher_root_block():
-    spec = importlib.util.spec_from_file_location("build_for_test", ROOT / "build.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    template = build.LAUNCHER_SH
-    start = template.index("  R=\n")
+    template = LAUNCHER_SH.read_text()
+    start = template.index("  root=\n")
     end = template.index("  fi\n", start) + len("  fi\n")
-    return template[start:end].replace("{{", "{").replace("}}", "}")
+    return template[start:end]
 
 
 BLOCK = _launcher_root_block()
 
 
 def _shell_root(env, executable):
-    done = subprocess.run(["/bin/sh", "-c", BLOCK + 'printf %s "$R"', executable], env=env,
+    done = subprocess.run(["/bin/sh", "-c", BLOCK + 'printf %s "$root"', executable], env=env,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -55,8 +64,7 @@ VALUES = {
 EXECUTABLES = ["/opt/bin/intent-loop-stop", "/h/.codex/plugins/cache/market/intent-loop/1.0/dist/intent-loop-stop"]
 
 
-def test_the_shell_picks_the_data_root_find_data_root_picks_or_none(homes):
-    checked = 0
+def _environments(homes):
     for combo in itertools.product(*VALUES.values(), EXECUTABLES):
         *values, executable = combo
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -65,14 +73,174 @@ def test_the_shell_picks_the_data_root_find_data_root_picks_or_none(homes):
                 value = homes[0] if value == "with" else homes[1]
             if value is not None:
                 env[name] = value
+        yield env, executable
+
+
+def _found(find, env, executable):
+    try:
+        return find(env, executable)
+    except ValueError:
+        return "ValueError"
+
+
+def test_the_shell_picks_the_data_root_find_data_root_picks_or_none(homes):
+    checked = 0
+    for env, executable in _environments(homes):
         shell = _shell_root(env, executable)
         if not shell:
             continue  # the Python launcher decides: always allowed
-        try:
-            found = find_data_root(env, executable)
-        except ValueError:
-            found = None
-        assert found is not None, (env, executable, shell)
+        found = _found(find_data_root, env, executable)
+        assert found not in (None, "ValueError"), (env, executable, shell)
         assert os.path.normpath(shell) == found[0], (env, executable, shell, found)
         checked += 1
     assert checked > 100  # the shell does settle the common cases
+
+
+# -- the modules the launcher is made of ------------------------------------------------------
+def test_the_launcher_modules_import_and_the_template_parses():
+    assert callable(launcher.run) and callable(fast_path.run_extracted)
+    done = subprocess.run(["/bin/sh", "-n", str(LAUNCHER_SH)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_python_launcher_puts_the_runtime_under_the_data_root(tmp_path):
+    binary, build_id = "/opt/dist/intent-loop-stop", "ab" * 32
+    env = {"INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    expected = str(tmp_path / "data" / "runtime" / build_id)
+    assert launcher.runtime_root(env, binary, build_id, is_hook=True) == expected
+    assert launcher.runtime_root({}, binary, build_id, is_hook=True) is None  # a hook without a root answers at once
+    # the command line does not create a data root: it runs from a private temporary runtime instead
+    private = launcher.runtime_root(dict(env, TMPDIR=str(tmp_path)), binary, build_id, is_hook=False)
+    assert private == str(tmp_path / f"intent-loop-runtime-{os.getuid()}" / build_id)
+    assert not (tmp_path / "data").exists()
+
+
+# -- the launcher as built --------------------------------------------------------------------
+def _prefix(binary):
+    data = (DIST / binary.name).read_bytes()
+    return data[: data.index(b"PK\x03\x04")].decode()
+
+
+@pytest.fixture(scope="module")
+def fake_python(tmp_path_factory):
+    """An interpreter stand-in that records the arguments the shell passes it."""
+    path = tmp_path_factory.mktemp("fake") / "python"
+    path.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _generated_code(binary, fake_python, tmp_path, *, fast):
+    """The `-c` code the built binary's shell hands to Python, as Python receives it."""
+    data = tmp_path / "data"
+    if fast:
+        build_id = _build_id(binary)
+        site = data / "runtime" / build_id / f"{binary.name}_{build_id}" / "site-packages"
+        site.mkdir(parents=True)
+        (site / fast_path.MARKER).touch()
+    env = {"PATH": "/usr/bin:/bin", "INTENT_LOOP_PYTHON": fake_python, "INTENT_LOOP_DATA_DIR": str(data)}
+    done = subprocess.run([str(DIST / binary.name), "arg"], env=env, input=b"", capture_output=True, timeout=30)
+    argv = json.loads(done.stdout)
+    assert argv[:3] == ["-I", "-S", "-c"], argv
+    assert argv[-2:] == [str(DIST / binary.name), "arg"]
+    return argv[3]
+
+
+def _build_id(binary):
+    import re
+
+    return re.search(r"/runtime/([0-9a-f]{64})/", _prefix(binary)).group(1)
+
+
+@needs_dist
+@pytest.mark.parametrize("binary", BINARIES, ids=lambda b: b.name)
+def test_every_built_prefix_is_valid_sh(binary, tmp_path):
+    prefix = tmp_path / "prefix.sh"
+    prefix.write_text(_prefix(binary))
+    done = subprocess.run(["/bin/sh", "-n", str(prefix)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    # doctor reads the interpreter from the first `:-` of the file: the py= line
+    text = _prefix(binary)
+    assert text.index(":-") > text.index("py=") and text.index(":-") < text.index("\n", text.index("py="))
+    assert "@" not in text.replace('"$@"', "")  # every placeholder filled
+
+
+@needs_dist
+@pytest.mark.parametrize("binary", BINARIES, ids=lambda b: b.name)
+def test_every_built_prefix_passes_shellcheck(binary, tmp_path):
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed (Debian: apt-get install shellcheck)")
+    prefix = tmp_path / "prefix.sh"
+    prefix.write_text(_prefix(binary))
+    done = subprocess.run(["shellcheck", "--shell=sh", str(prefix)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_dist
+@pytest.mark.parametrize("binary", BINARIES, ids=lambda b: b.name)
+def test_the_embedded_python_compiles_and_calls_the_tables_entry(binary, fake_python, tmp_path):
+    fast = _generated_code(binary, fake_python, tmp_path / "fast", fast=True)
+    slow = _generated_code(binary, fake_python, tmp_path / "slow", fast=False)
+    hook = f"is_hook={binary.is_hook}"
+    assert fast.rstrip().endswith(f"run_extracted({binary.module!r}, {binary.function!r}, {hook})")
+    assert slow.rstrip().endswith(f"run({_build_id(binary)!r}, {binary.module!r}, {binary.function!r}, {hook})")
+    compile(fast, "<fast path>", "exec")
+    compile(slow, "<launcher>", "exec")
+    assert "intent_loop" not in fast.replace("'intent_loop.cli.main'", "")  # nothing to import before the runtime
+    assert "from intent_loop" not in slow and "import intent_loop" not in slow
+
+
+def _definitions(code):
+    """Everything the generated code defines, without running its last line (the call)."""
+    body, _call = code.rstrip().rsplit("\n", 1)
+    namespace = {}
+    exec(compile(body, "<generated launcher>", "exec"), namespace)
+    return namespace
+
+
+@needs_dist
+def test_the_generated_launcher_resolves_the_data_root_find_data_root_resolves(homes, fake_python, tmp_path):
+    """build.py embeds data_root.py with the real `os` in place of fast_os: same answers."""
+    binary = BINARIES[2]
+    generated = _definitions(_generated_code(binary, fake_python, tmp_path, fast=False))
+    for env, executable in itertools.islice(_environments(homes), 0, None, 7):
+        assert _found(generated["find_data_root"], env, executable) == _found(find_data_root, env, executable), env
+        for is_hook in (True, False):
+            ours = _found(lambda e, x: generated["runtime_root"](e, x, "ab" * 32, is_hook=is_hook), env, executable)
+            module = _found(lambda e, x: launcher.runtime_root(e, x, "ab" * 32, is_hook=is_hook), env, executable)
+            assert ours == module, (env, is_hook)
+    assert generated["fast_os"] is os
+
+
+def test_the_fast_path_runs_the_entry_without_loading_os(tmp_path):
+    """Run the fast path's code under -I -S on a fake runtime; the entry reports what was loaded."""
+    build = _load_build_py()
+    code = build.embedded_source("launch/fast_path.py") + "\nrun_extracted('probe_hook', 'main', is_hook=True)\n"
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "probe_hook.py").write_text("import sys\ndef main():\n    print(sys.argv, 'os' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(site), "/x/binary", "a1"],
+                          capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['/x/binary', 'a1'] False"
+
+
+def test_the_fast_path_drops_the_marker_of_a_damaged_runtime_and_reruns_the_shell(tmp_path):
+    build = _load_build_py()
+    code = build.embedded_source("launch/fast_path.py") + "\nrun_extracted('missing_hook', 'main', is_hook=True)\n"
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / fast_path.MARKER).touch()
+    rerun = tmp_path / "binary"
+    rerun.write_text('printf "shell again: %s" "$1"\n')
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(site), str(rerun), "a1"],
+                          capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+    assert done.stdout == "shell again: a1", done.stderr
+    assert not (site / fast_path.MARKER).exists()
+
+
+def _load_build_py():
+    spec = importlib.util.spec_from_file_location("build_for_test", ROOT / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    return build

@@ -6,8 +6,8 @@ the marker written here; otherwise it runs the file as a zip so shiv extracts it
 """
 import os
 
-MARKER = ".intent-loop-complete"
-EXTRACTING_ENV = "INTENT_LOOP_EXTRACTING"
+from intent_loop.launch.fast_path import MARKER
+from intent_loop.launch.launcher import EXTRACTING_ENV
 
 
 def finish_extraction():

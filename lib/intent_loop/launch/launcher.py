@@ -1,0 +1,70 @@
+"""The launcher's long way: find the data root in Python, then import from the runtime or extract it.
+
+The /bin/sh prefix runs this when it cannot settle the data root itself (PLUGIN_DATA, a
+plugin-cache path, a symlinked binary, a relative override) or finds no complete runtime.
+build.py embeds it as `python -I -S -c` code, with the source of fast_path.py and data_root.py
+in place of their imports (and the real `os` for the fast slice), and appends a call to `run`.
+"""
+import os
+import sys
+
+from intent_loop.launch.fast_path import MARKER, answer_fail_open_on_sigterm, run_extracted
+from intent_loop.storage.data_root import find_data_root
+
+FAIL_OPEN = b'{"continue":true}'
+EXTRACTING_ENV = "INTENT_LOOP_EXTRACTING"  # names the fresh site-packages for that first run's check
+
+
+def run(build_id, module, function, *, is_hook):
+    """sys.argv is [-c, binary, *args]."""
+    if is_hook:
+        answer_fail_open_on_sigterm()
+    binary = os.path.realpath(sys.argv[1])
+    args = sys.argv[2:]
+    root = runtime_root(os.environ, binary, build_id, is_hook=is_hook)
+    if root is None:  # a hook with no data root at all has nothing to do
+        while os.read(0, 65536):
+            pass
+        os.write(1, FAIL_OPEN)
+        sys.exit(0)
+    site_packages = os.path.join(root, os.path.basename(binary) + "_" + build_id, "site-packages")
+    if os.path.isfile(os.path.join(site_packages, MARKER)):
+        sys.argv = [sys.argv[0], site_packages, binary] + args
+        run_extracted(module, function, is_hook=False)  # the handler is in place already
+    else:
+        extract(root, site_packages, binary, args)
+
+
+def runtime_root(env, binary, build_id, *, is_hook):
+    """<data root>/runtime/<build id>, or None for a hook without a data root. The CLI uses a
+    private temporary runtime until the data root exists, so a dry run creates nothing there."""
+    try:
+        found = find_data_root(env, binary)
+    except ValueError:
+        found = None
+    if found and (is_hook or os.path.isdir(found[0])):
+        return os.path.join(found[0], "runtime", build_id)
+    if is_hook:
+        return None
+    return os.path.join(private_runtime_dir(env), build_id)
+
+
+def private_runtime_dir(env):
+    path = os.path.join(env.get("TMPDIR") or "/tmp", "intent-loop-runtime-%d" % os.getuid())
+    os.makedirs(path, 0o700, exist_ok=True)
+    st = os.lstat(path)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(path) or os.path.islink(path):
+        sys.exit("intent-loop: unsafe runtime directory %s; set CODEX_HOME or INTENT_LOOP_DATA_DIR" % path)
+    return path
+
+
+def extract(root, site_packages, binary, args):
+    """Run the binary as a zip so shiv extracts it into `root` (again, over a damaged runtime)."""
+    for name in [name for name in os.environ if name.startswith("SHIV_")]:
+        del os.environ[name]
+    if os.path.isdir(site_packages):
+        os.environ["SHIV_FORCE_EXTRACT"] = "1"
+    os.makedirs(root, 0o700, exist_ok=True)
+    os.environ["SHIV_ROOT"] = root
+    os.environ[EXTRACTING_ENV] = site_packages
+    os.execv(sys.executable, [sys.executable, "-I", "-S", binary] + args)

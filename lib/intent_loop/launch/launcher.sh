@@ -1,0 +1,53 @@
+#!/bin/sh
+# intent-loop @NAME@: this /bin/sh launcher is followed by a shiv zip (README: "Binaries").
+py="${INTENT_LOOP_PYTHON:-@PYTHON@}"
+# build.py fills in the @...@ values and drops the comment lines below this one. Variables are
+# lower case so that none of them is a variable of the environment Codex passes on.
+# is_hook is 1 for the three hooks and empty for the command line.
+is_hook=@IS_HOOK@
+
+# A hook keeps the shell as its parent: whatever kills Python before hook.runtime answers (a
+# crash inside shiv's bootstrap, a missing module), Codex still gets continue:true and exit 0.
+# The shell ignores SIGTERM (so does Python until the handler that answers fail-open is in
+# place): a TERM sent to the shell alone or to the whole group never leaves Codex without an
+# answer. The command line simply becomes Python.
+start() {
+  if [ -n "$is_hook" ]; then
+    trap '' TERM
+    "$@" || printf '{"continue":true}'
+    exit 0
+  fi
+  exec "$@"
+}
+
+if [ -x "$py" ]; then
+  # The common data roots, found as storage/data_root.py orders them (INTENT_LOOP_DATA_DIR,
+  # CODEX_HOME, ~/.codex). Anything else (PLUGIN_DATA, a plugin-cache path, a relative value)
+  # leaves root empty: the Python launcher (launcher.py) decides, and extracts when needed.
+  root=
+  if [ -n "${INTENT_LOOP_DATA_DIR:-}" ]; then
+    case $INTENT_LOOP_DATA_DIR in /*) root=$INTENT_LOOP_DATA_DIR ;; esac
+  elif [ -n "${CODEX_HOME:-}" ]; then
+    case $CODEX_HOME in /*) root=$CODEX_HOME/plugin-data/intent-loop/v1 ;; esac
+  elif [ -z "${PLUGIN_DATA:-}" ]; then
+    case $0 in */plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
+  fi
+  # Python compiling the long way costs about a tenth of an interpreter start: the common case
+  # (a complete runtime under a root the shell found, not through a symlink) skips it.
+  site=$root/runtime/@BUILD_ID@/${0##*/}_@BUILD_ID@/site-packages
+  if [ -n "$root" ] && [ ! -L "$0" ] && [ -f "$site/@MARKER@" ]; then
+    start "$py" -I -S -c "@FAST_PATH_CODE@" "$site" "$0" "$@"
+  fi
+fi
+# A separate command: the shell parses a whole `if ... fi` before running it, and the fast path
+# above has left before the shell reads the long way's few kilobytes of code.
+if [ -x "$py" ]; then
+  start "$py" -I -S -c "@LAUNCHER_CODE@" "$0" "$@"
+fi
+if [ -n "$is_hook" ]; then
+  cat >/dev/null
+  printf '{"continue":true}'
+  exit 0
+fi
+echo "intent-loop: no Python at $py; set INTENT_LOOP_PYTHON to a Python 3.11+ interpreter" >&2
+exit 1
