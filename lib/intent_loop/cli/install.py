@@ -13,7 +13,7 @@ import time
 from intent_loop.cli.common import add_json_flag
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.timestamps import format_compact_utc
-from intent_loop.launch.binaries import HOOK_PREFIX, HOOKS, handler_group
+from intent_loop.launch.binaries import BINARIES, BY_NAME, HOOK_PREFIX, HOOKS, handler_group
 
 HOOKS_FILE = "hooks.json"
 TOP_LEVEL_KEYS = ("description", "hooks")
@@ -226,8 +226,9 @@ def cmd_install(args, console):
     groups = desired_groups(dist, python)
     wanted = merged(config, groups)
     already = config is not None and our_entries(config) == our_entries(wanted)
+    runtimes = old_runtimes(console, codex_home=codex_home, dist=dist, replacing=path)
     return _finish(args, console, "install", path, raw, None if already else wanted,
-                   extra={"dist": dist, "python": python})
+                   extra={"dist": dist, "python": python}, runtimes=runtimes)
 
 
 def cmd_uninstall(args, console):
@@ -241,7 +242,7 @@ def cmd_uninstall(args, console):
     return _finish(args, console, "uninstall", path, raw, target, extra={})
 
 
-def _finish(args, console, verb, path, raw, target, *, extra):
+def _finish(args, console, verb, path, raw, target, *, extra, runtimes=()):
     result = dict(extra, ok=True, action=verb, path=path, applied=False, changed=target is not None,
                   backup=None, diff="")
     if target is None:
@@ -260,6 +261,7 @@ def _finish(args, console, verb, path, raw, target, *, extra):
                                  + f"write {path}")
     if verb == "install":
         result["reminder"] = TRUST_REMINDER
+        result["old_runtimes"], runtimes_line = _sweep(runtimes, apply=args.apply)
     if args.json:
         console.json(result)
         return 0
@@ -269,5 +271,77 @@ def _finish(args, console, verb, path, raw, target, *, extra):
     if result["backup"]:
         console.out(f"backup: {result['backup']}")
     if verb == "install":
+        if runtimes_line:
+            console.out(runtimes_line)
         console.out(TRUST_REMINDER)
     return 0
+
+
+# -- old extracted runtimes ----------------------------------------------------------------
+def old_runtimes(console, *, codex_home=None, dist=None, replacing=None):
+    """The extracted runtimes (<data root>/runtime/<build id>/) that no binary still in use needs:
+    in use are this process's own, those in `dist`, our handlers' in the hooks.json of each Codex
+    home (except `replacing`, which install is about to rewrite) and the plugin copies there."""
+    from intent_loop.launch import extracted_runtime
+    from intent_loop.storage.data_root import ROOT_SUFFIX
+    from intent_loop.storage.paths import resolve_data_root
+
+    home_dir = console.env.get("HOME")
+    homes = [codex_home, codex_home_for(None, console.env), os.path.join(home_dir, ".codex") if home_dir else None]
+    homes = list(dict.fromkeys(h for h in homes if h))
+    binaries = [sys.argv[0]] if sys.argv and sys.argv[0] else []
+    binaries += [os.path.join(dist, binary.name) for binary in BINARIES] if dist else []
+    for home in homes:
+        if os.path.join(home, HOOKS_FILE) != replacing:
+            binaries += _handler_programs(os.path.join(home, HOOKS_FILE))
+        binaries += _plugin_copies(home)
+    in_use = {extracted_runtime.build_id_of(b) for b in binaries} | {extracted_runtime.running_build_id()}
+    roots = [os.path.join(home, *ROOT_SUFFIX) for home in homes]
+    try:
+        roots.insert(0, resolve_data_root(console.env, executable=sys.argv[0] if sys.argv else None)[0])
+    except IntentLoopError:
+        pass
+    return [r for root in dict.fromkeys(roots) for r in extracted_runtime.old_runtimes(root, in_use)]
+
+
+def _handler_programs(path):
+    try:
+        config, _raw = load_config(path)
+    except IntentLoopError:
+        return []  # Codex ignores a file it cannot read: nothing runs from it
+    return [handler_program(h) for groups in (config or {}).get("hooks", {}).values() for group in groups
+            for h in group["hooks"] if is_ours(h)]
+
+
+def _plugin_copies(codex_home, *, depth=5):
+    """Our binaries under <codex-home>/plugins/cache/<marketplace>/<plugin>/<version>/dist/."""
+    top = os.path.join(codex_home, "plugins", "cache")
+    found = []
+    for directory, dirs, files in os.walk(top):
+        if directory[len(top):].count(os.sep) >= depth:
+            dirs[:] = []
+        found += [os.path.join(directory, name) for name in files if name in BY_NAME]
+    return found
+
+
+def _sweep(runtimes, *, apply):
+    """({found, removed, errors} for --json, the line to print or None); removes with --apply."""
+    from intent_loop.launch import extracted_runtime
+
+    report = {"found": [dict(r) for r in runtimes], "removed": [], "errors": []}
+    if not runtimes:
+        return report, None
+    if not apply:
+        return report, (f"not used by any installed binary: {extracted_runtime.describe(runtimes)}; "
+                        "`intent-loop install --apply` removes them")
+    for runtime in runtimes:
+        try:
+            extracted_runtime.remove_runtime(runtime["path"])
+            report["removed"].append(runtime["path"])
+        except OSError as exc:
+            report["errors"].append({"path": runtime["path"], "error": exc.strerror or str(exc)})
+    removed = [r for r in runtimes if r["path"] in report["removed"]]
+    line = f"removed {extracted_runtime.describe(removed)}" if removed else ""
+    for error in report["errors"]:
+        line += ("; " if line else "") + f"could not remove {error['path']}: {error['error']}"
+    return report, line

@@ -12,7 +12,9 @@ from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
 from intent_loop.ops.apply_commands import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.cli.install import old_runtimes
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
+from intent_loop.launch.extracted_runtime import describe as describe_runtimes
 from intent_loop.storage.ledger import is_project_present, verify_all
 from intent_loop.storage.ledger import verified_prefix as ledger_verified_prefix
 from intent_loop.storage.paths import ProjectPaths, check_regular_file, ensure_project_layout
@@ -212,6 +214,9 @@ def cmd_doctor(args, console):
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
     checks.append(_hooks_check(console.env))
     checks.append(_interpreter_check())
+    old = old_runtimes(console)
+    checks.append(_check("old_runtimes", not old, describe_runtimes(old) if old else "none left by earlier builds",
+                         "run `intent-loop install --apply`, which removes them"))
     if root is not None:
         broken, residue, q_count, q_bytes = [], [], 0, 0
         project_ids = _projects(root)

@@ -1,13 +1,19 @@
-"""The extracted runtime of a binary: confirm a fresh shiv extraction is complete, then mark it.
+"""The extracted runtimes of the binaries: mark a fresh extraction complete, find and remove old ones.
 
 The /bin/sh launcher of each binary imports straight from
 `<data root>/runtime/<build id>/<name>_<build id>/site-packages` only when that directory holds
-the marker written here; otherwise it runs the file as a zip so shiv extracts it again.
+the marker written here; otherwise it runs the file as a zip so shiv extracts it again. Every
+build has its own build id, so each new build leaves the previous one's runtime behind until
+`intent-loop install --apply` removes the runtimes no installed binary uses.
 """
 import os
 
 from intent_loop.launch.fast_path import MARKER
 from intent_loop.launch.launcher import EXTRACTING_ENV
+
+RUNTIME_DIR = "runtime"
+REMOVING_PREFIX = ".removing-"  # a runtime being deleted; a sweep interrupted half-way is finished by the next
+RECENT_SECONDS = 3600  # a runtime changed this recently may be a first run extracting right now: kept
 
 
 def finish_extraction():
@@ -41,3 +47,106 @@ def is_complete(archive, site_packages):
         except OSError:
             return False
     return True
+
+
+def is_build_id(name):
+    """shiv's build id: the sha256 of the runtime's files, 64 lowercase hex digits."""
+    return len(name) == 64 and all(char in "0123456789abcdef" for char in name)
+
+
+def build_id_of(binary):
+    """The build id a binary's launcher names in its `.../runtime/<build id>/...` path, or None."""
+    try:
+        with open(binary, "rb") as fh:
+            head = fh.read(16384)
+    except OSError:
+        return None
+    needle = ("/" + RUNTIME_DIR + "/").encode()
+    at = head.find(needle)
+    while at >= 0:
+        candidate = head[at + len(needle):at + len(needle) + 64].decode("ascii", "replace")
+        if is_build_id(candidate):
+            return candidate
+        at = head.find(needle, at + 1)
+    return None
+
+
+def running_build_id():
+    """The build id of the runtime this code was imported from, or None (a source checkout)."""
+    parts = os.path.realpath(__file__).split(os.sep)
+    for parent, name in zip(parts, parts[1:]):
+        if parent == RUNTIME_DIR and is_build_id(name):
+            return name
+    return None
+
+
+def old_runtimes(data_root, in_use, *, _now=None):
+    """[{build_id, path, bytes}] of the runtimes under `data_root` that no build id in `in_use`
+    names and that nothing changed for an hour. Only real directories owned by this user count;
+    links are never followed."""
+    import stat
+    import time
+
+    now = time.time() if _now is None else _now
+    base = os.path.join(data_root, RUNTIME_DIR)
+    if not _is_own_directory(base):
+        return []
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        build_id = name[len(REMOVING_PREFIX):].split("-", 1)[0] if name.startswith(REMOVING_PREFIX) else name
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not is_build_id(build_id) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        if name == build_id and (build_id in in_use or now - st.st_mtime < RECENT_SECONDS):
+            continue
+        found.append({"build_id": build_id, "path": path, "bytes": _tree_bytes(path)})
+    return found
+
+
+def remove_runtime(path):
+    """Move the runtime out of the way first (a start in between extracts afresh instead of
+    meeting half a tree), then delete it; shutil.rmtree never follows a link out of it."""
+    import shutil
+
+    base, name = os.path.split(path)
+    if not name.startswith(REMOVING_PREFIX):
+        doomed = os.path.join(base, f"{REMOVING_PREFIX}{name}-{os.getpid()}")
+        os.rename(path, doomed)
+        path = doomed
+    shutil.rmtree(path)
+
+
+def describe(runtimes):
+    """`2 old runtimes (9.8 MB): 4981946df67f, 0c1d2e3f4a5b`, content-free."""
+    total = sum(runtime["bytes"] for runtime in runtimes)
+    ids = ", ".join(runtime["build_id"][:12] for runtime in runtimes)
+    return f"{len(runtimes)} old runtime{'' if len(runtimes) == 1 else 's'} ({total / 1e6:.1f} MB): {ids}"
+
+
+def _is_own_directory(path):
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+
+
+def _tree_bytes(path):
+    total = 0
+    for directory, _dirs, files in os.walk(path):  # os.walk does not follow links to directories
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:
+                pass
+    return total
