@@ -10,7 +10,7 @@ from intent_loop.guard import provider
 from intent_loop.storage.data_root import ROOT_SUFFIX
 from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
-from intent_loop.ops.apply_commands import REDUCER
+from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.cli.install import old_runtimes
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX

@@ -128,7 +128,7 @@ class ReplaySession:
         return project_paths(self.data_root, self.workspace)
 
     def ledger(self):
-        from intent_loop.ops.apply_commands import REDUCER
+        from intent_loop.intent.state import REDUCER
         from intent_loop.storage.ledger import verify_all
 
         paths = self.paths()
