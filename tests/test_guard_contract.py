@@ -8,19 +8,10 @@ import pytest
 from helpers.imports import costly_modules_loaded
 from intent_loop.storage.canonical import loads
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.timestamps import format_utc
-from intent_loop.guard.acceptance import (
-    MAX_DOCUMENT_BYTES,
-    build_document,
-    projection_bytes,
-    projection_sha256,
-    render_document,
-    rfc3339_error,
-    validate_document_bytes,
-    validate_projection,
-    validate_provider_document,
-    validate_task_contract_lite,
-)
+from intent_loop.storage.timestamps import format_utc, rfc3339_error
+from intent_loop.guard.acceptance import validate_projection, validate_provider_document, validate_task_contract_lite
+from intent_loop.guard.contract_file import MAX_DOCUMENT_BYTES, validate_document_bytes
+from intent_loop.guard.document import build_document, projection_bytes, projection_sha256, render_document
 
 # The three golden vectors of guard-provider.md, copied here so the suite runs on a fresh clone.
 VECTOR_1 = {
@@ -497,4 +488,4 @@ def test_format_utc_out_of_range(epoch):
 
 def test_guard_contract_imports_nothing_heavy():
     costly = ("re", "json", "typing", "dataclasses", "enum", "datetime", "hashlib")
-    assert costly_modules_loaded("import intent_loop.guard.acceptance", costly) == []
+    assert costly_modules_loaded("import intent_loop.guard.contract_file, intent_loop.guard.document", costly) == []

@@ -156,9 +156,9 @@ def test_stop_publishes_provider_file(env, ws):
     os.unlink(path)
     out, _a, _t = hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1"), env)
     assert out == FAIL_OPEN
-    from intent_loop.guard import acceptance
+    from intent_loop.guard import contract_file
     with open(path, "rb") as fh:
-        kind, doc, errors = acceptance.validate_document_bytes(fh.read())
+        kind, doc, errors = contract_file.validate_document_bytes(fh.read())
     assert kind == "provider" and errors == []
     assert doc["projection"]["objective"] == "publish on stop"
     assert any(e["event_type"] == "result_signal_observed" for e in events(env, ws))

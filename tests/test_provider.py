@@ -13,7 +13,7 @@ from intent_loop.ops import apply_commands
 
 from intent_loop.intent import prompt_commands
 
-from intent_loop.guard import acceptance
+from intent_loop.guard import acceptance, contract_file, document
 
 from intent_loop.storage import ledger
 
@@ -65,7 +65,7 @@ def contract_path(workspace):
 def read_doc(workspace):
     with open(contract_path(workspace), "rb") as fh:
         data = fh.read()
-    kind, doc, errors = acceptance.validate_document_bytes(data)
+    kind, doc, errors = contract_file.validate_document_bytes(data)
     assert kind == "provider" and errors == [], errors
     return doc
 
@@ -152,7 +152,7 @@ def test_publication_document_and_gitignore(project, workspace):
     env = doc["envelope"]
     assert env["contract_ref"] == "intent:" + linked(project)["task_id"]
     assert env["contract_version"] == 1 and env["source"] == "user-intent-plugin"
-    assert env["snapshot_sha256"] == acceptance.projection_sha256(doc["projection"])
+    assert env["snapshot_sha256"] == document.projection_sha256(doc["projection"])
     with open(os.path.join(workspace, ".execution-fidelity", ".gitignore"), "rb") as fh:
         assert fh.read() == provider.GITIGNORE
     assert sorted(os.listdir(workspace)) == [".execution-fidelity"]
@@ -239,7 +239,7 @@ def test_deleted_cache_never_reuses_a_version(project, workspace):
 _READER = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from intent_loop.guard import acceptance
+from intent_loop.guard import contract_file, document
 path, stop = sys.argv[2], sys.argv[3]
 reads, bad, last, missing = 0, [], 0, 0
 while not os.path.exists(stop):
@@ -250,12 +250,12 @@ while not os.path.exists(stop):
         missing += 1
         continue
     reads += 1
-    kind, doc, errors = acceptance.validate_document_bytes(data)
+    kind, doc, errors = contract_file.validate_document_bytes(data)
     if kind != "provider" or errors:
         bad.append(["invalid", kind, errors[:2]])
         continue
     env = doc["envelope"]
-    if env["snapshot_sha256"] != acceptance.projection_sha256(doc["projection"]):
+    if env["snapshot_sha256"] != document.projection_sha256(doc["projection"]):
         bad.append(["hash"])
     if env["contract_version"] < last:
         bad.append(["older", env["contract_version"], last])
@@ -296,9 +296,9 @@ LITE = {"objective": "user's own contract", "primary_object": "x", "delivery_sur
 
 
 def _other_provider_doc():
-    doc = acceptance.build_document(LITE, contract_ref="other:abc", contract_version=7, source_message_refs=[],
-                                        updated_at="2026-01-01T00:00:00.000Z")
-    return acceptance.render_document(doc)
+    doc = document.build_document(LITE, contract_ref="other:abc", contract_version=7, source_message_refs=[],
+                                  updated_at="2026-01-01T00:00:00.000Z")
+    return document.render_document(doc)
 
 
 def _snapshot(path):
@@ -331,10 +331,10 @@ def test_foreign_files_are_never_modified(project, workspace, tmp_path, kind):
         with open(path, "wb") as fh:
             fh.write(b"\xff\xfe\x00garbage{{{" * 50)
     else:  # a provider document claiming our ref but a version/hash never published
-        doc = acceptance.build_document(LITE, contract_ref="intent:" + ledger.new_uuid4(), contract_version=1,
-                                            source_message_refs=[], updated_at="2026-01-01T00:00:00.000Z")
+        doc = document.build_document(LITE, contract_ref="intent:" + ledger.new_uuid4(), contract_version=1,
+                                      source_message_refs=[], updated_at="2026-01-01T00:00:00.000Z")
         with open(path, "wb") as fh:
-            fh.write(acceptance.render_document(doc))
+            fh.write(document.render_document(doc))
     before = _snapshot(path)
     target_before = target.read_bytes()
     receipt = run(project, workspace, "intent: goal should not clobber")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from intent_loop.guard import acceptance
+from intent_loop.guard import contract_file
 
 from intent_loop.storage import paths as paths_mod
 
@@ -268,7 +268,7 @@ def test_real_codex_exec_two_turns_records_intent_and_publishes_contract(mock_mo
 
     # The Guard provider document is valid and carries what the user typed.
     raw = (workspace / ".execution-fidelity" / "contract.json").read_bytes()
-    kind, document, errors = acceptance.validate_document_bytes(raw)
+    kind, document, errors = contract_file.validate_document_bytes(raw)
     assert (kind, errors) == ("provider", []), (kind, errors)
     projection = document["projection"]
     assert projection["objective"] == "Fix the login redirect loop"
@@ -355,7 +355,7 @@ def test_real_codex_tui_records_an_intent_line(mock_model, codex_env):
         assert any("intent-loop" in m and "Fix the TUI redirect loop" in m for m in developer), developer
         contract = workspace / ".execution-fidelity" / "contract.json"
         assert _wait_for(contract.exists, deadline)
-        kind, document, errors = acceptance.validate_document_bytes(contract.read_bytes())
+        kind, document, errors = contract_file.validate_document_bytes(contract.read_bytes())
         assert (kind, errors) == ("provider", [])
         assert document["projection"]["objective"] == "Fix the TUI redirect loop"
         print(f"real-codex e2e TUI: {time.monotonic() - start:.1f} s")

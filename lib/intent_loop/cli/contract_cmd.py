@@ -1,5 +1,5 @@
 """The Guard contract: contract show | validate FILE | publish [--dry-run]."""
-from intent_loop.guard import acceptance
+from intent_loop.guard import contract_file, document
 from intent_loop.guard import provider
 from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, show_group_help
 from intent_loop.intent.state import REDUCER
@@ -45,7 +45,7 @@ def describe(state, paths, env):
         if projection is None:
             reason = f"task {task_id[:8]} has no goal yet (`intent-loop claim add goal <text>`)"
         else:
-            digest = acceptance.projection_sha256(projection)
+            digest = document.projection_sha256(projection)
             published = task.get("published")
             current = published["version"] if published else None
             if published is None:
@@ -94,7 +94,7 @@ def cmd_show(args, console):
     else:
         console.out(f"task {info['task_id'][:8]}: sha256 {info['snapshot_sha256']}, "
                     f"current version {info['current_version'] or '-'}, next version {info['next_version']}")
-        console.out(acceptance.render_document(info["projection"]).decode("utf-8").rstrip("\n"))
+        console.out(document.render_document(info["projection"]).decode("utf-8").rstrip("\n"))
     console.out(f"file {info['path']}: {info['file_state']}")
     for error in info["file"].get("errors") or ():
         console.out(f"  - {error}")
@@ -106,10 +106,10 @@ def cmd_show(args, console):
 def cmd_validate(args, console):
     try:
         with open(args.file, "rb") as fh:
-            data = fh.read(acceptance.MAX_DOCUMENT_BYTES + 1)
+            data = fh.read(contract_file.MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"cannot read {args.file}: {exc.strerror}") from None
-    kind, _doc, errors = acceptance.validate_document_bytes(data)
+    kind, _doc, errors = contract_file.validate_document_bytes(data)
     result = {"ok": not errors, "file": args.file, "kind": kind, "errors": list(errors)}
     if args.json:
         console.json(result)

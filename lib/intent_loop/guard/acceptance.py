@@ -1,13 +1,11 @@
-"""Guard 0.2.2's acceptance rules for a provider document, its snapshot hash and its bytes."""
+"""Guard 0.2.2's acceptance rules for a provider document and a user's TaskContractLite."""
 
-from intent_loop.storage.canonical import canonical_bytes, dumps, loads, sha256_hex
-from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.timestamps import rfc3339_error
+from intent_loop.errors import IntentLoopError
+from intent_loop.guard.document import SCHEMA_VERSION, SOURCE, projection_sha256
 from intent_loop.intent.rule_grammar import EVIDENCE_SOURCES, is_blank, rule_error, strip_guard_space
+from intent_loop.storage.canonical import dumps
+from intent_loop.storage.timestamps import rfc3339_error
 
-MAX_DOCUMENT_BYTES = 262_144  # Guard: "contract exceeds the 256 KiB safety limit"
-SCHEMA_VERSION = "1.0"
-SOURCE = "user-intent-plugin"
 ENVELOPE_KEYS = (
     "schema_version", "contract_ref", "contract_version", "source",
     "source_message_refs", "snapshot_sha256", "updated_at",
@@ -30,16 +28,6 @@ INIT_PLACEHOLDERS = (  # written by `efg init`; Guard refuses a contract that st
 _FOLDED_PLACEHOLDERS = tuple(sentence.casefold() for sentence in INIT_PLACEHOLDERS)
 _MAX_SAFE_INTEGER = 2**53 - 1  # Guard reads numbers as JS doubles; larger versions would round
 _HEX = "0123456789abcdef"
-_UTF8_BOM = b"\xef\xbb\xbf"
-
-
-def projection_bytes(projection):
-    """The exact bytes Guard hashes: keys sorted, no whitespace, raw UTF-8, no final newline."""
-    return canonical_bytes(projection)
-
-
-def projection_sha256(projection):
-    return sha256_hex(projection_bytes(projection))
 
 
 def _child(path, key):
@@ -49,7 +37,7 @@ def _child(path, key):
     return f"{path or '$'}[{dumps(str(key))}]"
 
 
-def _type_name(value):
+def json_type_name(value):
     """The JSON type name, as a reader of the file would call it."""
     names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
              int: "number", float: "number"}
@@ -59,7 +47,7 @@ def _type_name(value):
 def _check_keys(value, path, allowed, errors):
     """False (and one error) when `value` is not an object; otherwise flags missing and extra keys."""
     if not isinstance(value, dict):
-        errors.append(f"{path or '$'}: must be an object, not {_type_name(value)}")
+        errors.append(f"{path or '$'}: must be an object, not {json_type_name(value)}")
         return False
     for key in allowed:
         if key not in value:
@@ -73,13 +61,13 @@ def _check_keys(value, path, allowed, errors):
 def _text_error(value):
     """Why `value` is not an acceptable non-empty string, or None."""
     if not isinstance(value, str):
-        return f"must be a string, not {_type_name(value)}"
+        return f"must be a string, not {json_type_name(value)}"
     if is_blank(value):
         return "must not be empty or whitespace-only"
     if any("\ud800" <= char <= "\udfff" for char in value):
         return "contains a lone surrogate; Guard would hash different bytes"
     folded = value.casefold()
-    for sentence, folded_sentence in zip(INIT_PLACEHOLDERS, _FOLDED_PLACEHOLDERS):
+    for sentence, folded_sentence in zip(INIT_PLACEHOLDERS, _FOLDED_PLACEHOLDERS, strict=True):
         if folded_sentence in folded:
             return f"contains the efg init placeholder {sentence!r}; write the real content"
     return None
@@ -98,7 +86,7 @@ def _check_text(value, path, errors):
 
 def _check_text_list(value, path, errors, *, min_items=0, rules=False):
     if not isinstance(value, list):
-        errors.append(f"{path}: must be an array of strings, not {_type_name(value)}")
+        errors.append(f"{path}: must be an array of strings, not {json_type_name(value)}")
         return
     if len(value) < min_items:
         errors.append(f"{path}: must hold at least {min_items} item(s)")
@@ -146,7 +134,7 @@ def _check_evidence_item(item, path, errors):
 
 def _check_completion_evidence(value, path, errors):
     if not isinstance(value, list):
-        errors.append(f"{path}: must be an array of evidence items, not {_type_name(value)}")
+        errors.append(f"{path}: must be an array of evidence items, not {json_type_name(value)}")
         return
     if not value:
         errors.append(f"{path}: must hold at least 1 item(s)")
@@ -189,7 +177,7 @@ def _check_contract_version(value, path, errors):
     if type(value) is not int:
         is_whole_float = isinstance(value, float) and value.is_integer()
         hint = f" (write {int(value)}, not {value})" if is_whole_float else ""
-        errors.append(f"{path}: must be a JSON integer >= 1, not {_type_name(value)}{hint}")
+        errors.append(f"{path}: must be a JSON integer >= 1, not {json_type_name(value)}{hint}")
     elif not 1 <= value <= _MAX_SAFE_INTEGER:
         errors.append(f"{path}: must be an integer from 1 to {_MAX_SAFE_INTEGER}")
 
@@ -254,83 +242,3 @@ def validate_provider_document(doc):
 
 def _check_updated_at(value, path, errors):
     return _report(rfc3339_error(value), path, errors)
-
-
-def _detect_kind(value):
-    """Guard tells a provider document from a user's TaskContractLite by shape only."""
-    if not isinstance(value, dict):
-        return "unknown", f"$: the top level must be a JSON object, not {_type_name(value)}"
-    if "envelope" in value or "projection" in value:
-        return "provider", None
-    if "schema_version" in value and "contract_ref" in value:
-        return "unknown", ("$: a standalone envelope is rejected by Guard; "
-                           "write {\"envelope\": ..., \"projection\": ...}")
-    if any(key in value for key in PROJECTION_KEYS):
-        return "lite", None
-    return "unknown", "$: neither a provider document nor a seven-field TaskContractLite"
-
-
-def _parse(data):
-    """(parsed value, None) or (None, the file-level reason Guard would call it invalid)."""
-    if len(data) > MAX_DOCUMENT_BYTES:
-        return None, f"$: {len(data)} bytes exceeds Guard's {MAX_DOCUMENT_BYTES}-byte limit"
-    if data.startswith(_UTF8_BOM):
-        return None, "$: starts with a UTF-8 byte order mark, which Guard's JSON.parse rejects"
-    try:
-        text = bytes(data).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"$: not valid UTF-8 at byte {exc.start}"
-    try:
-        return loads(text), None
-    except ValueError as exc:
-        return None, f"$: not JSON: {exc}"
-    except RecursionError:
-        return None, "$: not JSON this parser can read: nested too deeply"
-
-
-def validate_document_bytes(data):
-    """What Guard makes of a file's bytes: (kind, parsed value or None, every error)."""
-    parsed, problem = _parse(data)
-    if problem:
-        return "unknown", None, [problem]
-    kind, problem = _detect_kind(parsed)
-    if kind == "provider":
-        return kind, parsed, validate_provider_document(parsed)
-    if kind == "lite":
-        return kind, parsed, validate_task_contract_lite(parsed)
-    return kind, parsed, [problem]
-
-
-def build_document(projection, *, contract_ref, contract_version, source_message_refs, updated_at):
-    """The provider document for `projection`, sealed with its canonical hash (not validated)."""
-    envelope = {
-        "schema_version": SCHEMA_VERSION,
-        "contract_ref": contract_ref,
-        "contract_version": contract_version,
-        "source": SOURCE,
-        "source_message_refs": list(source_message_refs),
-        "snapshot_sha256": projection_sha256(projection),
-        "updated_at": updated_at,
-    }
-    return {"envelope": envelope, "projection": projection}
-
-
-def _pretty(value, indent):
-    """Like json.dumps(indent=2, sort_keys=True, ensure_ascii=False), without importing json."""
-    inner = indent + "  "
-    if isinstance(value, dict) and value:
-        members = [f"{inner}{dumps(key)}: {_pretty(value[key], inner)}" for key in sorted(value)]
-        return "{\n" + ",\n".join(members) + "\n" + indent + "}"
-    if isinstance(value, list) and value:
-        items = [inner + _pretty(item, inner) for item in value]
-        return "[\n" + ",\n".join(items) + "\n" + indent + "]"
-    return dumps(value)
-
-
-def render_document(doc):
-    """The file's bytes: UTF-8 without BOM, 2-space indent, sorted keys, final newline."""
-    try:
-        return (_pretty(doc, "") + "\n").encode("utf-8")
-    except UnicodeEncodeError as exc:
-        message = "text contains a lone surrogate; send valid Unicode"
-        raise IntentLoopError(ErrorCode.INVALID_TEXT, message) from exc

@@ -9,7 +9,7 @@ import stat
 import time
 
 from intent_loop.storage import fast_os
-from intent_loop.guard import acceptance
+from intent_loop.guard import acceptance, contract_file, document
 from intent_loop.storage.atomic import replace_atomically
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
@@ -108,10 +108,10 @@ def read_file_state(path, state):
         return {"kind": "foreign", "why": "not a regular file"}
     try:
         with open(path, "rb") as fh:
-            data = fh.read(acceptance.MAX_DOCUMENT_BYTES + 1)
+            data = fh.read(contract_file.MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         return {"kind": "foreign", "why": exc.strerror}
-    kind, doc, errors = acceptance.validate_document_bytes(data)
+    kind, doc, errors = contract_file.validate_document_bytes(data)
     owner = _owning_task(doc, state) if kind == "provider" else None
     if owner is None:
         return {"kind": "foreign", "why": f"a {kind} document we did not publish", "errors": errors}
@@ -169,14 +169,14 @@ def plan_refresh(state, *, workspace, env, now=time.time):
 
 def _plan_publish(path, current, task, projection, now):
     task_id = task["task_id"]
-    digest = acceptance.projection_sha256(projection)
+    digest = document.projection_sha256(projection)
     published = task.get("published")
     is_new = not published or published["sha256"] != digest
     version = (published["version"] + 1 if published else 1) if is_new else published["version"]
     refs = list(task["claim_events"])
-    doc = acceptance.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
-                                        source_message_refs=refs,
-                                        updated_at=format_utc(now()))
+    doc = document.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
+                                  source_message_refs=refs,
+                                  updated_at=format_utc(now()))
     known = {"task_id": task_id, "version": version, "sha256": digest}
     errors = acceptance.validate_provider_document(doc)
     if errors:
@@ -187,10 +187,10 @@ def _plan_publish(path, current, task, projection, now):
         draft = Draft("contract_published", task_id, "system", {
             "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
             "source_message_refs": refs})
-        return Publication("published", path, draft=draft, document=acceptance.render_document(doc), **known)
+        return Publication("published", path, draft=draft, document=document.render_document(doc), **known)
     if current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version:
         return Publication("unchanged", path, **known)
-    return Publication("rewritten", path, document=acceptance.render_document(doc), **known)
+    return Publication("rewritten", path, document=document.render_document(doc), **known)
 
 
 def apply_file(publication):
