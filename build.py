@@ -171,7 +171,8 @@ def _without_docstrings(tree):
 
     for node in ast.walk(tree):  # they only lengthen what Python compiles on every start
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant):
             node.body = body[1:] or [ast.Pass()]
     return tree
 

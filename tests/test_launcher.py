@@ -7,6 +7,7 @@ it settles on a root, it must be the directory find_data_root names; when it can
 launcher instead of guessing. The generated code is checked as built (read back from dist/), not
 only as the modules it comes from: build.py rewrites imports when it embeds them.
 """
+import functools
 import importlib.util
 import itertools
 import json
@@ -68,7 +69,7 @@ def _environments(homes):
     for combo in itertools.product(*VALUES.values(), EXECUTABLES):
         *values, executable = combo
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        for name, value in zip(VALUES, values):
+        for name, value in zip(VALUES, values, strict=True):
             if name == "HOME" and value in ("with", "without"):
                 value = homes[0] if value == "with" else homes[1]
             if value is not None:
@@ -206,8 +207,10 @@ def test_the_generated_launcher_resolves_the_data_root_find_data_root_resolves(h
     for env, executable in itertools.islice(_environments(homes), 0, None, 7):
         assert _found(generated["find_data_root"], env, executable) == _found(find_data_root, env, executable), env
         for is_hook in (True, False):
-            ours = _found(lambda e, x: generated["runtime_root"](e, x, "ab" * 32, is_hook=is_hook), env, executable)
-            module = _found(lambda e, x: launcher.runtime_root(e, x, "ab" * 32, is_hook=is_hook), env, executable)
+            ours = _found(functools.partial(generated["runtime_root"], build_id="ab" * 32, is_hook=is_hook),
+                          env, executable)
+            module = _found(functools.partial(launcher.runtime_root, build_id="ab" * 32, is_hook=is_hook),
+                            env, executable)
             assert ours == module, (env, is_hook)
     assert generated["fast_os"] is os
 

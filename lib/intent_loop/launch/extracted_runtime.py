@@ -74,7 +74,7 @@ def build_id_of(binary):
 def running_build_id():
     """The build id of the runtime this code was imported from, or None (a source checkout)."""
     parts = os.path.realpath(__file__).split(os.sep)
-    for parent, name in zip(parts, parts[1:]):
+    for parent, name in zip(parts, parts[1:], strict=False):
         if parent == RUNTIME_DIR and is_build_id(name):
             return name
     return None

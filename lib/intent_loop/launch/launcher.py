@@ -50,11 +50,11 @@ def runtime_root(env, binary, build_id, *, is_hook):
 
 
 def private_runtime_dir(env):
-    path = os.path.join(env.get("TMPDIR") or "/tmp", "intent-loop-runtime-%d" % os.getuid())
+    path = os.path.join(env.get("TMPDIR") or "/tmp", f"intent-loop-runtime-{os.getuid()}")
     os.makedirs(path, 0o700, exist_ok=True)
     st = os.lstat(path)
     if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(path) or os.path.islink(path):
-        sys.exit("intent-loop: unsafe runtime directory %s; set CODEX_HOME or INTENT_LOOP_DATA_DIR" % path)
+        sys.exit(f"intent-loop: unsafe runtime directory {path}; set CODEX_HOME or INTENT_LOOP_DATA_DIR")
     return path
 
 

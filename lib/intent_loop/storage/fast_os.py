@@ -8,16 +8,45 @@ compare them with the real `os` and `posixpath` under each CPython the project s
 environment is read through `getenv` when asked, never copied. POSIX only, like the hooks; a
 Windows port replaces this module with the real `os`.
 """
-import sys
-
 import posix
-from posix import (  # noqa: F401 - re-exported for `fast_os.<name>` call sites
-    O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_WRONLY, _exit, close, dup2,
-    fork, fstat, fsync, getcwd, getpid, getuid, kill, listdir, lstat, mkdir, open, pread, readlink, rename,
-    replace, rmdir, setsid, stat, unlink, urandom, utime, write,
-)
-from posix import read  # noqa: F401
+import sys
 from _stat import S_ISDIR, S_ISLNK
+from posix import (  # noqa: F401 - re-exported for `fast_os.<name>` call sites
+    O_APPEND,
+    O_CREAT,
+    O_DIRECTORY,
+    O_EXCL,
+    O_NOFOLLOW,
+    O_RDONLY,
+    O_RDWR,
+    O_WRONLY,
+    _exit,
+    close,
+    dup2,
+    fork,
+    fstat,
+    fsync,
+    getcwd,
+    getpid,
+    getuid,
+    kill,
+    listdir,
+    lstat,
+    mkdir,
+    open,
+    pread,
+    read,
+    readlink,
+    rename,
+    replace,
+    rmdir,
+    setsid,
+    stat,
+    unlink,
+    urandom,
+    utime,
+    write,
+)
 
 try:
     from posix import preadv  # noqa: F401 - not on every POSIX system
