@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from intent_loop.storage import ledger
+from intent_loop.storage import ledger, sealing
 
 from intent_loop.storage import transaction
 from intent_loop.storage import paths as paths_mod
@@ -103,7 +103,7 @@ def test_request_events_share_the_id_and_the_first_carries_the_fingerprint(proje
     assert [e["request_id"] for e in stored] == ["req-3"] * 3
     assert stored[0]["payload"]["request_fingerprint"] == fingerprint
     assert all("request_fingerprint" not in e["payload"] for e in stored[1:])
-    assert ledger.request_fingerprint(OPERATION, {"value": "three"}) == fingerprint
+    assert sealing.request_fingerprint(OPERATION, {"value": "three"}) == fingerprint
 
 
 # A frozen schema-1 ledger written by an independent implementation (json.dumps + hashlib):

@@ -22,7 +22,7 @@ from intent_loop.intent import state
 
 from intent_loop.storage import pending_work
 
-from intent_loop.storage import ledger, timestamps
+from intent_loop.storage import ledger, sealing, timestamps
 
 from intent_loop.intent import tasks
 
@@ -60,8 +60,8 @@ def seed(data_root, workspace, events):
                 "host_session_hash": session, "source": {"kind": kind, "event_id": turn}, "char_count": 120,
                 "request_fingerprint": "0" * 64})
             request_id = ("prompt:" if actor == "user" else "stop:") + hashlib.sha256(turn.encode()).hexdigest()
-            event, line = ledger.seal(draft, project_id=paths.project_id, request_id=request_id, prev_hash=prev,
-                                      occurred_at=timestamps.format_utc(time.time()))
+            event, line = sealing.seal(draft, project_id=paths.project_id, request_id=request_id, prev_hash=prev,
+                                       occurred_at=timestamps.format_utc(time.time()))
             prev = event["event_hash"]
             lines.append(line)
         tx.replace_ledger(tx.data + b"".join(lines), expect_count=events)

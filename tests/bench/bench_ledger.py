@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib"
 sys.path.insert(0, str(LIB))
 
-from intent_loop.storage import ledger, timestamps
+from intent_loop.storage import ledger, sealing, timestamps
 
 from intent_loop.storage import transaction
 from intent_loop.storage import paths as paths_mod
@@ -111,10 +111,10 @@ class Ledger:
         for index in range(self.size):
             request_id = f"seed-{index}"
             draft = payload_mod.draft(request_id)
-            fingerprint = ledger.request_fingerprint(OPERATION, {"n": request_id})
+            fingerprint = sealing.request_fingerprint(OPERATION, {"n": request_id})
             draft.payload = dict(draft.payload, request_fingerprint=fingerprint)
-            event, line = ledger.seal(draft, project_id=self.paths.project_id, request_id=request_id,
-                                      prev_hash=prev, occurred_at=timestamps.format_utc(time.time()))
+            event, line = sealing.seal(draft, project_id=self.paths.project_id, request_id=request_id,
+                                       prev_hash=prev, occurred_at=timestamps.format_utc(time.time()))
             prev = event["event_hash"]
             lines.append(line)
         replace_atomically(self.paths.ledger, b"".join(lines))

@@ -6,7 +6,8 @@ from intent_loop.cli.common import (add_json_flag, add_task_option, current_proj
                                     pick_task)
 from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.ledger import EventList, is_project_present, load_verified, verify_all
+from intent_loop.storage.event_list import EventList
+from intent_loop.storage.ledger import is_project_present, load_verified, verify_all
 from intent_loop.intent.state import active_claims
 from intent_loop.intent.views import compact_view, history, snapshot
 

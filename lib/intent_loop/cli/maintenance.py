@@ -16,7 +16,7 @@ from intent_loop.cli.install import old_runtimes
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
 from intent_loop.storage.ledger import is_project_present, verify_all
-from intent_loop.storage.ledger import verified_prefix as ledger_verified_prefix
+from intent_loop.storage.event_list import verified_prefix as ledger_verified_prefix
 from intent_loop.storage.paths import ProjectPaths, check_regular_file, ensure_project_layout
 
 _HOOK_MARK = HOOK_PREFIX

@@ -20,7 +20,8 @@ event of the same request, so an exact retry is still deduplicated. Ids of dropp
 removed from `contract_published.source_message_refs`.
 """
 from intent_loop.storage.canonical import loads
-from intent_loop.storage.ledger import chain, new_uuid4
+from intent_loop.storage.ledger import new_uuid4
+from intent_loop.storage.sealing import chain
 
 
 def parse_events(data):

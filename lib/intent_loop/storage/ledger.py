@@ -1,17 +1,17 @@
-"""The hash-chained ledger: event sealing, verification and the lock-free read path.
+"""The hash-chained ledger: the event envelope and drafts, verification and the lock-free read path.
 
 Each line of `ledger.jsonl` is one canonical JSON event; `event_hash` is the SHA-256 of the
-canonical event without `event_hash`, and `prev_hash` chains the project's events. Derived
-state (a caller-supplied reducer folded over the events) is cached in `cache/` with the
-verified checkpoint, so a call only verifies the lines appended since that checkpoint.
+canonical event without `event_hash`, and `prev_hash` chains the project's events (`sealing`
+writes both). Derived state (a caller-supplied reducer folded over the events) is cached in
+`cache/` with the verified checkpoint, so a call only verifies the lines appended since that
+checkpoint.
 """
 
-from intent_loop.storage import fast_os
-from intent_loop.storage import checkpoint
-from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.checkpoint import Verified
-from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import checkpoint, fast_os
+from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.canonical import canonical_bytes, loads
+from intent_loop.storage.checkpoint import Verified
 from intent_loop.storage.line_hash import HASH_FIELD, content_hash
 
 SCHEMA_VERSION = 1
@@ -20,7 +20,6 @@ ENVELOPE_KEYS = frozenset((
     "actor", "request_id", "payload", "prev_hash", "event_hash",
 ))
 ACTORS = ("user", "agent", "evidence", "system")
-_REQUEST_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@-")
 
 
 def new_uuid4():
@@ -45,24 +44,6 @@ def is_uuid(value):
     return all(c in "0123456789abcdef" for c in value.replace("-", ""))
 
 
-def check_request_id(request_id):
-    if (not isinstance(request_id, str) or not 1 <= len(request_id) <= 200
-            or not _REQUEST_ID_CHARS.issuperset(request_id)):
-        raise IntentLoopError(
-            ErrorCode.INVALID_REQUEST_ID,
-            "a request id is 1-200 characters of A-Z a-z 0-9 _ . : @ -",
-        )
-    from intent_loop.redact import has_secret  # cheap: its pre-filter clears ordinary ids without `re`
-
-    if has_secret(request_id):
-        raise IntentLoopError(ErrorCode.CREDENTIAL_IN_ID, "a request id must not contain a credential; use an opaque id")
-
-
-def request_fingerprint(operation, params):
-    """SHA-256 over the operation and its normalized parameters (never a raw body)."""
-    return sha256_hex(canonical_bytes({"operation": operation, "params": params}))
-
-
 class Draft:
     """An event before sealing: what the domain wants recorded.
 
@@ -80,37 +61,9 @@ class Draft:
         self.event_id = new_uuid4()
 
 
-def seal(draft, *, project_id, request_id, prev_hash, occurred_at):
-    """Turn a draft into a sealed event dict and its ledger line (bytes with LF)."""
-    if draft.actor not in ACTORS:
-        raise IntentLoopError(ErrorCode.INVALID_EVENT, f"unknown actor {draft.actor!r}")
-    event = {
-        "schema_version": SCHEMA_VERSION,
-        "event_id": draft.event_id,
-        "event_type": draft.event_type,
-        "project_id": project_id,
-        "task_id": draft.task_id,
-        "occurred_at": occurred_at,
-        "actor": draft.actor,
-        "request_id": request_id,
-        "payload": draft.payload,
-    }
-    return chain(event, prev_hash=prev_hash)
-
-
-def chain(event, *, prev_hash):
-    """Link an envelope to `prev_hash` and seal it (any old event_hash is replaced): (event, line).
-
-    Appends use it through seal(); deletion uses it to re-chain the events it keeps.
-    """
-    event = dict(event, prev_hash=prev_hash)
-    event.pop("event_hash", None)
-    event["event_hash"] = sha256_hex(canonical_bytes(event))
-    return event, canonical_bytes(event) + b"\n"
-
-
 def _malformed(line_no, why):
-    return IntentLoopError(ErrorCode.LEDGER_MALFORMED, f"line {line_no}: {why}; run `intent-loop recover`", line=line_no)
+    return IntentLoopError(ErrorCode.LEDGER_MALFORMED, f"line {line_no}: {why}; run `intent-loop recover`",
+                           line=line_no)
 
 
 def check_line(line, *, line_no, project_id, prev_hash):
@@ -143,9 +96,11 @@ def check_line(line, *, line_no, project_id, prev_hash):
     if line[start : start + len(HASH_FIELD)] != HASH_FIELD:  # pragma: no cover - canonical order
         raise _malformed(line_no, "event_hash is not where canonical order puts it")
     if content_hash(line, start) != event["event_hash"]:
-        raise IntentLoopError(ErrorCode.LEDGER_HASH_MISMATCH, f"line {line_no}: event_hash does not match its content", line=line_no)
+        raise IntentLoopError(ErrorCode.LEDGER_HASH_MISMATCH, f"line {line_no}: event_hash does not match its content",
+                              line=line_no)
     if event["prev_hash"] != prev_hash:
-        raise IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN, f"line {line_no}: prev_hash breaks the chain", line=line_no)
+        raise IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN, f"line {line_no}: prev_hash breaks the chain",
+                              line=line_no)
     return event
 
 
@@ -196,35 +151,6 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
     verified.size = max(base + end, verified.size)
     verified.torn_tail = base + len(data) - verified.size
     return verified
-
-
-class EventList:
-    """A reducer that keeps the verified events themselves (the timeline, recovery)."""
-
-    version = "event-list"
-
-    def initial(self):
-        return []
-
-    def apply(self, state, event):
-        state.append(event)
-
-
-def verified_prefix(data, project_id, *, on_progress=None):
-    """(Verified of the longest valid prefix of `data`, the error that ends it or None).
-
-    A partial last line is reported as LEDGER_TORN_TAIL: recovery treats it as damage too.
-    """
-    verified = empty_verified(EventList())
-    try:
-        fold_lines(data, verified, EventList(), project_id=project_id, on_progress=on_progress)
-    except IntentLoopError as exc:
-        return verified, exc
-    if verified.torn_tail:
-        line = verified.count + 1
-        return verified, IntentLoopError(ErrorCode.LEDGER_TORN_TAIL, f"line {line}: a partial last line without LF",
-                                         line=line)
-    return verified, None
 
 
 def empty_verified(reducer):

@@ -11,8 +11,8 @@ from intent_loop.storage import checkpoint
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import canonical_bytes, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.ledger import (check_request_id, empty_verified, fold_lines, open_ledger, read_range,
-                                request_fingerprint, seal, verify_from_checkpoint)
+from intent_loop.storage.ledger import empty_verified, fold_lines, open_ledger, read_range, verify_from_checkpoint
+from intent_loop.storage.sealing import check_request_id, request_fingerprint, seal
 from intent_loop.storage import quarantine
 from intent_loop.storage.timestamps import format_utc
 
