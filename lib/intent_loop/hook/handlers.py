@@ -4,9 +4,9 @@ Handlers return {"context": str?, "system_message": str?}; hook_runtime turns th
 one answer Codex accepts. Sessions with no linked task leave no trace.
 """
 
+from intent_loop.errors import IntentLoopError
 from intent_loop.storage import fast_os
 from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
-from intent_loop.errors import IntentLoopError
 from intent_loop.storage.paths import check_real_directory, project_paths, resolve_data_root, session_hash
 
 # Only what every call needs is imported here; the ledger, command handling, views, publishing
@@ -114,7 +114,8 @@ def session_start(payload, runtime):
         ctx.remember_view(text, ctx.state)
         return {"context": text}
     newest = ctx.state["tasks"].get(ctx.state["last_change"]["task_id"])
-    if payload.get("source") == "startup" and newest is not None and newest["task_id"] != task_id and newest["mode"] == "on":
+    if payload.get("source") == "startup" and newest is not None and newest["task_id"] != task_id \
+            and newest["mode"] == "on":
         label = f' "{newest["label"]}"' if newest.get("label") else ""
         return {"context": RESUME_HINT.format(short=newest["task_id"][:8], label=label)}
     return None
@@ -151,8 +152,8 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     task_id = task["task_id"]
 
     def record(deadline):  # after the answer (hook_runtime): nothing in it depends on this event
-        from intent_loop.storage.transaction import mutate
         from intent_loop.intent.tasks import Plan, observe
+        from intent_loop.storage.transaction import mutate
 
         source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
 
@@ -190,8 +191,8 @@ def _is_still_recording(ctx, state, task_id):
 
 
 def _run_prompt_commands(payload, runtime, prompt):
-    from intent_loop.ops import apply_commands
     from intent_loop.intent.prompt_commands import parse_prompt
+    from intent_loop.ops import apply_commands
 
     ctx = HookContext(payload, runtime)
     commands = parse_prompt(prompt)
@@ -218,7 +219,8 @@ def _receipt_answer(ctx, state, receipt):
     parts = []
     if receipt.lines or receipt.rejected:
         entries = [(_line_number(text), "- " + text) for text in receipt.lines]
-        entries += [(line, f"- line {line}: rejected ({code}): {reason}") for line, _verb, code, reason in receipt.rejected]
+        entries += [(line, f"- line {line}: rejected ({code}): {reason}")
+                    for line, _verb, code, reason in receipt.rejected]
         entries.sort(key=lambda entry: entry[0])  # in the order the user typed them
         parts.append("intent-loop receipt:\n" + "\n".join(text for _line, text in entries))
     if receipt.help:
@@ -247,14 +249,15 @@ def stop(payload, runtime):
     task_id = task["task_id"]
 
     def record_and_publish(deadline):
+        from intent_loop.intent.tasks import Plan, observe
         from intent_loop.ops import apply_commands
         from intent_loop.storage.transaction import Planned, Transaction, mutate
-        from intent_loop.intent.tasks import Plan, observe
 
         message = payload.get("last_assistant_message")
         source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
         turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
-        request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, source.get("event_id") or source["sha256"])).encode())
+        request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn,
+                                                      source.get("event_id") or source["sha256"])).encode())
 
         def plan(state):
             if not _is_still_recording(ctx, state, task_id):

@@ -1,20 +1,17 @@
 """Run the `intent:` commands of one prompt (or one terminal call) as one locked mutation."""
 import time
 
-from intent_loop.intent import private_mode
-
+from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
-
-from intent_loop.intent import tasks
-from intent_loop.intent.claims import short_id
+from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import verb_for_claim
+from intent_loop.intent.claims import short_id
 from intent_loop.intent.prompt_commands import Rejection
-from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.timestamps import format_utc
-from intent_loop.intent.state import REDUCER
-from intent_loop.storage.transaction import Planned, mutate
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
+from intent_loop.intent.state import REDUCER
+from intent_loop.storage.timestamps import format_utc
+from intent_loop.storage.transaction import Planned, mutate
 
 _PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
                                 "candidate_confirmed", "mode_set", "session_linked"))
@@ -84,7 +81,8 @@ class _Runner:
 
     def _claim(self, command):
         if self._is_private():
-            self.receipt.lines.append(f"line {command.line}: {command.verb} acknowledged, not recorded (private session)")
+            self.receipt.lines.append(f"line {command.line}: {command.verb} acknowledged, "
+                                      "not recorded (private session)")
             return
         claim = tasks.user_claim(self.plan, statement=command.statement, facets=[command.facet],
                                  scope=command.scope, source_ref=self.source_ref)
@@ -132,7 +130,8 @@ class _Runner:
         old = task["claims"][old_id]["claim"]
         verb = verb_for_claim(old["statement"], old["facets"], old["scope"])
         facet, scope, statement = build_claim(verb, command.text)
-        claim = tasks.user_claim(self.plan, statement=statement, facets=[facet], scope=scope, source_ref=self.source_ref)
+        claim = tasks.user_claim(self.plan, statement=statement, facets=[facet], scope=scope,
+                                 source_ref=self.source_ref)
         tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
         self.receipt.lines.append(f"line {command.line}: replaced [{old_id[:8]}] with [{short_id(claim['claim_id'])}]")
 
@@ -145,7 +144,8 @@ class _Runner:
         else:
             tasks.set_mode(self.plan, task_id=task_id, mode="private")
         self.control_change = ("claim", task_id)
-        self.receipt.lines.append(f"line {command.line}: private: nothing from this session is recorded until `intent: on`")
+        self.receipt.lines.append(f"line {command.line}: private: nothing from this session is recorded "
+                                  "until `intent: on`")
 
     def _off(self, command):
         if self.control is not None:
