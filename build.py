@@ -2,7 +2,7 @@
 """The one entry for people and CI: set up, build dist/, test, benchmark, demo.
 
     python3 build.py            build the four binaries into dist/
-    python3 build.py test       set up, build, run the whole test suite
+    python3 build.py test       set up, build, lint (ruff check), run the whole test suite
     python3 build.py demo       set up, build, run the main job on an embedded sample
     python3 build.py bench      hook start-up ratios against `python3 -I -S -c pass`
     python3 build.py bench-ledger   append cost ratios at 10 / 1,000 / 10,000 events
@@ -254,6 +254,10 @@ def cmd_build(_args):
 
 def cmd_test(args):
     cmd_build([])
+    lint = subprocess.run([str(venv_python()), "-m", "ruff", "check", "."], cwd=ROOT)
+    if lint.returncode != 0:
+        print("build.py: ruff check failed (configured in pyproject.toml); fix the findings above", flush=True)
+        return lint.returncode
     codex = ensure_npm_codex()
     env = dict(os.environ)
     if codex is not None:
