@@ -3,12 +3,12 @@ import os
 import sys
 import time
 
-from intent_loop.storage.canonical import dumps
-from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.intent.state import REDUCER
+from intent_loop.intent.tasks import resolve_task
+from intent_loop.storage.canonical import dumps
 from intent_loop.storage.ledger import load_verified
 from intent_loop.storage.paths import project_paths, resolve_data_root
-from intent_loop.intent.tasks import resolve_task
 
 CLI_DEADLINE = 10.0  # seconds a command may wait for the project lock and work
 USAGE_CODES = frozenset((ErrorCode.INVALID_ARGUMENT,))
@@ -77,7 +77,8 @@ def pick_task(state, task_option):
         return resolve_task(state, task_option)
     newest = state["last_change"]["task_id"]
     if newest is None:
-        raise IntentLoopError(ErrorCode.NO_TASK, "this project has no task yet; `intent-loop claim add goal <text>` starts one")
+        raise IntentLoopError(ErrorCode.NO_TASK,
+                              "this project has no task yet; `intent-loop claim add goal <text>` starts one")
     return newest
 
 
@@ -95,7 +96,8 @@ def show_group_help(parser):
 
 
 def add_task_option(parser):
-    parser.add_argument("--task", metavar="ID", help="a task id or unique prefix (default: the most recently changed task)")
+    parser.add_argument("--task", metavar="ID",
+                        help="a task id or unique prefix (default: the most recently changed task)")
 
 
 def stable_dumps(value):

@@ -1,9 +1,8 @@
 """The Guard contract: contract show | validate FILE | publish [--dry-run]."""
-from intent_loop.guard import contract_file, document
-from intent_loop.guard import provider
 from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, show_group_help
-from intent_loop.intent.state import REDUCER
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.guard import contract_file, document, provider
+from intent_loop.intent.state import REDUCER
 from intent_loop.storage.transaction import Transaction
 
 _FAILED_ACTIONS = ("invalid", "foreign", "error")

@@ -5,7 +5,8 @@ of the scope-include claim, read from the hook's answer to the first prompt."""
 SESSION_ID = "01a22b43-73c0-7793-8e50-f1583941ed4b"
 _COMMON = {
     "session_id": SESSION_ID,
-    "transcript_path": "/home/dev/.codex/sessions/2026/11/30/rollout-2026-11-30T07-02-50-01a22b43-73c0-7793-8e50-f1583941ed4b.jsonl",
+    "transcript_path": ("/home/dev/.codex/sessions/2026/11/30/"
+                        "rollout-2026-11-30T07-02-50-01a22b43-73c0-7793-8e50-f1583941ed4b.jsonl"),
     "cwd": "/home/dev/work/webapp",
     "model": "gpt-5-codex",
     "permission_mode": "default",

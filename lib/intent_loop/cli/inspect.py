@@ -1,15 +1,13 @@
 """Read-only report commands: status, show, timeline (exit 0 whenever they can report)."""
 import os
 
-from intent_loop.guard import provider
-from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, data_root, load_state,
-                                    pick_task)
-from intent_loop.intent.state import REDUCER
+from intent_loop.cli.common import add_json_flag, add_task_option, current_project, data_root, load_state, pick_task
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.guard import provider
+from intent_loop.intent.state import REDUCER, active_claims
+from intent_loop.intent.views import compact_view, history, snapshot
 from intent_loop.storage.event_list import EventList
 from intent_loop.storage.ledger import is_project_present, load_verified, verify_all
-from intent_loop.intent.state import active_claims
-from intent_loop.intent.views import compact_view, history, snapshot
 
 _CLAIM_EVENTS = ("claim_added", "claim_replaced", "candidate_confirmed")
 
@@ -90,7 +88,8 @@ def cmd_status(args, console):
     console.out(f"data root: {root} (chosen by {how})")
     console.out(f"project:   {paths.project_id} ({paths.root})")
     chain = result["chain"]
-    console.out("chain:     " + ("OK" if chain["ok"] else f"DAMAGED: {chain['error']['code']}; run `intent-loop recover`"))
+    console.out("chain:     " + ("OK" if chain["ok"]
+                                 else f"DAMAGED: {chain['error']['code']}; run `intent-loop recover`"))
     if not result["tasks"]:
         console.out("tasks:     none yet; `intent-loop claim add goal <text>` starts one")
     for row in result["tasks"]:
@@ -117,7 +116,8 @@ def cmd_show(args, console):
     task_id = pick_task(state, args.task)
     task = state["tasks"][task_id]
     if task["mode"] == "off":
-        raise IntentLoopError(ErrorCode.TASK_OFF, f"task {task_id[:8]} is off; `intent-loop on --task {task_id[:8]}` re-enables it")
+        raise IntentLoopError(ErrorCode.TASK_OFF,
+                              f"task {task_id[:8]} is off; `intent-loop on --task {task_id[:8]}` re-enables it")
     if task["mode"] == "private":
         result = {"task_id": task_id, "mode": "private"}
         if args.json:
@@ -256,6 +256,7 @@ def cmd_timeline(args, console):
     for row in rows:
         task = row["task_id"][:8] if row["task_id"] else "-"
         text = _summary_text(row["summary"])
-        console.out(f"{row['occurred_at']}  {row['event_type']:<22} {row['actor']:<8} {task}" + (f"  {text}" if text else ""))
+        console.out(f"{row['occurred_at']}  {row['event_type']:<22} {row['actor']:<8} {task}"
+                    + (f"  {text}" if text else ""))
     return 0
 

@@ -12,8 +12,8 @@ import time
 
 from intent_loop.cli.common import add_json_flag
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.timestamps import format_compact_utc
 from intent_loop.launch.binaries import BINARIES, BY_NAME, HOOK_PREFIX, HOOKS, handler_group
+from intent_loop.storage.timestamps import format_compact_utc
 
 HOOKS_FILE = "hooks.json"
 TOP_LEVEL_KEYS = ("description", "hooks")
@@ -30,7 +30,8 @@ def register(subparsers):
     p.add_argument("--dist", metavar="DIR", help="directory holding the built hook binaries "
                                                  "(default: the directory of this intent-loop binary)")
     p.set_defaults(func=cmd_install)
-    p = subparsers.add_parser("uninstall", help="remove the intent-loop hooks from Codex's hooks.json (dry run by default)",
+    p = subparsers.add_parser("uninstall",
+                              help="remove the intent-loop hooks from Codex's hooks.json (dry run by default)",
                               description="Remove exactly the intent-loop handlers (commands running an "
                                           "intent-loop-* binary) from <codex-home>/hooks.json, keeping the rest.")
     _common_options(p)
@@ -114,7 +115,8 @@ def check_shape(config, path):
         raise _invalid(path, "is not a JSON object")
     unknown = sorted(k for k in config if k not in TOP_LEVEL_KEYS)
     if unknown:
-        raise _invalid(path, f"has top-level keys Codex does not accept ({', '.join(unknown)}), so Codex ignores the whole file")
+        raise _invalid(path, f"has top-level keys Codex does not accept ({', '.join(unknown)}), "
+                             "so Codex ignores the whole file")
     if "description" in config and not isinstance(config["description"], str):
         raise _invalid(path, "has a non-string \"description\"")
     hooks = config.get("hooks", {})

@@ -3,20 +3,19 @@ import os
 import sys
 import time
 
-from intent_loop.storage import lock as lock_mod
-from intent_loop.storage import quarantine
-
-from intent_loop.guard import provider
-from intent_loop.storage.data_root import ROOT_SUFFIX
-from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline, load_state
-from intent_loop.intent.state import REDUCER
-from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.cli.install import old_runtimes
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.guard import provider
+from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
-from intent_loop.storage.ledger import is_project_present, verify_all
+from intent_loop.storage import lock as lock_mod
+from intent_loop.storage import quarantine
+from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.storage.data_root import ROOT_SUFFIX
 from intent_loop.storage.event_list import verified_prefix as ledger_verified_prefix
+from intent_loop.storage.ledger import is_project_present, verify_all
 from intent_loop.storage.paths import ProjectPaths, check_regular_file, ensure_project_layout
 
 _HOOK_MARK = HOOK_PREFIX
@@ -65,7 +64,8 @@ def cmd_verify(args, console):
     else:
         results = [_verify_one(current_project(console), console)]
     if args.json:
-        console.json(results[0] if not args.all_projects else {"ok": all(r["ok"] for r in results), "projects": results})
+        console.json(results[0] if not args.all_projects
+                     else {"ok": all(r["ok"] for r in results), "projects": results})
     for result in results if not args.json else ():
         if result["ok"]:
             console.out(f"{result['project_id'][:12]} ledger OK: {result['events']} events, {result['bytes']} bytes, "
@@ -114,7 +114,8 @@ def _hooks_check(env):
                     found.append(path)
         except OSError:
             continue
-    detail = f"hooks installed in {', '.join(found)}" if found else f"no intent-loop hooks in {', '.join(files) or 'any hooks.json'}"
+    detail = (f"hooks installed in {', '.join(found)}" if found
+              else f"no intent-loop hooks in {', '.join(files) or 'any hooks.json'}")
     return _check("hooks_installed", found, detail, "run `intent-loop install` and trust the hooks in Codex")
 
 
@@ -206,7 +207,8 @@ def cmd_doctor(args, console):
         checks.append(_check("data_root", True, f"{root} (chosen by {how}), {len(_projects(root))} projects"))
     except IntentLoopError as exc:
         root = None
-        checks.append(_check("data_root", False, exc.message, "set CODEX_HOME or INTENT_LOOP_DATA_DIR, or create ~/.codex"))
+        checks.append(_check("data_root", False, exc.message,
+                             "set CODEX_HOME or INTENT_LOOP_DATA_DIR, or create ~/.codex"))
     others = [r for r in _candidate_roots(console.env) if r != root and _projects(r)]
     checks.append(_check("other_roots", not others,
                          "no other candidate root holds projects" if not others else
@@ -323,7 +325,8 @@ def _apply(paths, console):
                     "offset": len(prefix), "first_bad_line": error.line, "error_code": error.code,
                     "reason": error.message, "verified_lines": count}
         replace_atomically(suffix_path, suffix, mode=0o600)
-        replace_atomically(os.path.join(paths.quarantine_dir, manifest_name), canonical_bytes(manifest) + b"\n", mode=0o600)
+        replace_atomically(os.path.join(paths.quarantine_dir, manifest_name), canonical_bytes(manifest) + b"\n",
+                           mode=0o600)
         replace_atomically(paths.ledger, prefix)
         try:
             os.unlink(os.path.join(paths.cache_dir, "state.json"))

@@ -2,11 +2,18 @@
 import os
 import sys
 
-from intent_loop.ops import deletion, graph_export, graph_format, graph_import
-from intent_loop.cli.common import (add_json_flag, add_task_option, current_project, deadline, load_state,
-                                    pick_task, show_group_help)
-from intent_loop.intent.state import REDUCER
+from intent_loop.cli.common import (
+    add_json_flag,
+    add_task_option,
+    current_project,
+    deadline,
+    load_state,
+    pick_task,
+    show_group_help,
+)
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.intent.state import REDUCER
+from intent_loop.ops import deletion, graph_export, graph_format, graph_import
 
 
 def register(subparsers):

@@ -8,15 +8,15 @@ skip a version, and the file on disk never goes back to an older one.
 import stat
 import time
 
-from intent_loop.storage import fast_os
+from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document
-from intent_loop.storage.atomic import replace_atomically
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
-from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.intent.state import active_claims, is_hook_visible
+from intent_loop.storage import fast_os
+from intent_loop.storage.atomic import replace_atomically
 from intent_loop.storage.ledger import Draft
 from intent_loop.storage.timestamps import format_utc
-from intent_loop.intent.state import active_claims, is_hook_visible
 
 DEFAULT_PATH = (".execution-fidelity", "contract.json")
 DEFAULT_SURFACE = "repository"
@@ -122,7 +122,8 @@ def _owning_task(doc, state):
     envelope = doc.get("envelope") if isinstance(doc, dict) else None
     if not isinstance(envelope, dict):
         return None
-    ref, version, digest = envelope.get("contract_ref"), envelope.get("contract_version"), envelope.get("snapshot_sha256")
+    ref, version, digest = (envelope.get("contract_ref"), envelope.get("contract_version"),
+                            envelope.get("snapshot_sha256"))
     if not isinstance(ref, str) or not ref.startswith("intent:"):
         return None
     task = state["tasks"].get(ref[len("intent:"):])
@@ -226,10 +227,12 @@ def write_document(path, data):
             fast_os.makedirs(directory, 0o755)
             replace_atomically(fast_os.path.join(directory, ".gitignore"), GITIGNORE, mode=0o644)
         except OSError as exc:
-            raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED, f"cannot create {directory}: {exc.strerror}") from exc
+            raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
+                                  f"cannot create {directory}: {exc.strerror}") from exc
     try:
         replace_atomically(path, data, mode=0o644)
     except IntentLoopError as exc:
         if exc.code == ErrorCode.DURABILITY_UNCERTAIN:
             return
-        raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED, f"{exc.message}; the next refresh writes it again") from exc
+        raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
+                              f"{exc.message}; the next refresh writes it again") from exc

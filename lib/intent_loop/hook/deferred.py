@@ -12,9 +12,8 @@ Anyone who must see that work done (replay, tests, benchmarks) calls `pending_wo
 every child holds a shared flock on `cache/deferred.lock`, taken by the parent before fork(), so
 there is no moment when the work exists and the lock does not.
 """
-import time
-
 import _signal
+import time
 
 from intent_loop.storage import fast_os, pending_work
 

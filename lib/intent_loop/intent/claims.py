@@ -113,7 +113,8 @@ def check_claim(claim):
     if claim["scope"] not in SCOPES:
         raise _invalid(f"scope must be one of {', '.join(SCOPES)}")
     facets = claim["facets"]
-    if not isinstance(facets, list) or not facets or any(f not in FACETS for f in facets) or len(set(facets)) != len(facets):
+    if not isinstance(facets, list) or not facets or any(f not in FACETS for f in facets) \
+            or len(set(facets)) != len(facets):
         raise _invalid(f"facets: one or more distinct values of {', '.join(FACETS)}")
     if not isinstance(claim.get("supersedes", []), list):
         raise _invalid("supersedes is a list of claim ids")

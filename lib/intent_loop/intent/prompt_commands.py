@@ -28,7 +28,7 @@ class _Record:
         return type(other) is type(self) and self._fields() == other._fields()
 
     def __repr__(self):
-        pairs = zip(self.__slots__, self._fields())
+        pairs = zip(self.__slots__, self._fields(), strict=False)
         shown = ", ".join(f"{name}={value!r}" for name, value in pairs if value is not None)
         return f"{type(self).__name__}({shown})"
 

@@ -1,9 +1,9 @@
 """Planning mutations of tasks and claims under the lifecycle rules (pure: state in, drafts out)."""
-from intent_loop.intent import claims as claims_mod
-from intent_loop.storage.canonical import dumps, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.ledger import Draft, format_uuid, new_uuid4
+from intent_loop.intent import claims as claims_mod
 from intent_loop.intent.state import PROMOTION_TASKS, REDUCER, active_claims, signal_key
+from intent_loop.storage.canonical import dumps, loads, sha256_hex
+from intent_loop.storage.ledger import Draft, format_uuid, new_uuid4
 
 MAX_INITIAL_CLAIMS = 12
 MODES = ("on", "off", "private")
@@ -39,7 +39,8 @@ class Plan:
     def task(self, task_id):
         task = self.state["tasks"].get(task_id)
         if task is None:
-            raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"no task {task_id} in this project; see `intent-loop status`")
+            raise IntentLoopError(ErrorCode.TASK_NOT_FOUND,
+                                  f"no task {task_id} in this project; see `intent-loop status`")
         return task
 
 
@@ -106,7 +107,8 @@ def add_claim(plan, *, task_id, claim, actor="user"):
 def _active_record(task, claim_id):
     record = task["claims"].get(claim_id)
     if record is None or record["state"] != "active":
-        raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND, f"no active claim {claim_id[:8]} in this task; `intent: show` lists them")
+        raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND,
+                              f"no active claim {claim_id[:8]} in this task; `intent: show` lists them")
     return record
 
 
@@ -117,12 +119,14 @@ def check_may_displace(record, new_claim, *, direct_user):
         if not direct_user or (new_claim is not None and not claims_mod.is_direct_user_explicit(new_claim)):
             raise IntentLoopError(
                 ErrorCode.PROTECTED_CLAIM,
-                f"claim {old['claim_id'][:8]} is the user's own words; only a direct user statement can replace or drop it",
+                f"claim {old['claim_id'][:8]} is the user's own words; "
+                "only a direct user statement can replace or drop it",
             )
     if new_claim is not None:
         kinds = {old["epistemic_status"], new_claim["epistemic_status"]}
         if "inferred" in kinds and kinds & {"unknown", "disputed"}:
-            raise IntentLoopError(ErrorCode.PROTECTED_CLAIM, "unknown and disputed records are never merged with an inference")
+            raise IntentLoopError(ErrorCode.PROTECTED_CLAIM,
+                                  "unknown and disputed records are never merged with an inference")
 
 
 def replace_claims(plan, *, task_id, old_ids, claim, direct_user=True, actor="user"):

@@ -1,9 +1,9 @@
 """Read-only views of a task: the full snapshot, the manual compact view and the hook view."""
 import time
 
+from intent_loop.errors import IntentLoopError
 from intent_loop.intent.claim_verbs import verb_for_claim
 from intent_loop.intent.claims import split_prefix
-from intent_loop.errors import IntentLoopError
 from intent_loop.intent.state import active_claims, is_hook_visible
 
 HOOK_BUDGET = 2000

@@ -1,9 +1,8 @@
 """Durable whole-file replacement: temp file in the same directory, fsync, rename, fsync the directory."""
 import errno
 
-from intent_loop.storage import fast_os
-from intent_loop.storage import platform
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import fast_os, platform
 
 TEMP_SUFFIX = ".tmp"
 
@@ -68,7 +67,8 @@ def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
     """
     temp = temp_name_for(path)
     try:
-        fd = fast_os.open(temp, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL | getattr(fast_os, "O_NOFOLLOW", 0), mode)
+        fd = fast_os.open(temp, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL
+                                | getattr(fast_os, "O_NOFOLLOW", 0), mode)
         try:
             if prefix is not None:
                 copy_prefix(prefix[0], fd, prefix[1])
@@ -80,7 +80,8 @@ def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
         fast_os.replace(temp, path)
     except OSError as exc:
         _remove_quietly(temp)
-        raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not write {fast_os.path.basename(path)}: {_describe(exc)}") from exc
+        raise IntentLoopError(ErrorCode.WRITE_FAILED,
+                              f"could not write {fast_os.path.basename(path)}: {_describe(exc)}") from exc
     except BaseException:
         _remove_quietly(temp)
         raise

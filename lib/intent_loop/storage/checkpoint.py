@@ -7,10 +7,10 @@ The file is `<sha256 of the body>\n<canonical JSON body>`, so a cache damaged or
 is ignored (and rebuilt), never believed.
 """
 
+from intent_loop.errors import IntentLoopError
 from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
-from intent_loop.errors import IntentLoopError
 from intent_loop.storage.line_hash import self_verified_hash
 
 CACHE_FORMAT = 1

@@ -15,11 +15,10 @@ Protocol (why each step exists):
 """
 import time
 
-from intent_loop.storage import fast_os
-from intent_loop.storage import platform
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import fast_os, platform
 from intent_loop.storage.atomic import write_all
 from intent_loop.storage.canonical import dumps, loads
-from intent_loop.errors import ErrorCode, IntentLoopError
 
 OWNER_FILE = "owner.json"
 OWNERLESS_GRACE = 2.0  # an owner-less lock (left by an older writer) is dead after this long
@@ -104,7 +103,8 @@ class ProjectLock:
         prepared = f"{self.lock_dir}.{self.token}.tmp"
         fast_os.mkdir(prepared, 0o700)
         owner_path = fast_os.path.join(prepared, OWNER_FILE)
-        fd = fast_os.open(owner_path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
+        fd = fast_os.open(owner_path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL
+                                      | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
         self._owner_fd = fd  # from here on _abandon closes it, whatever fails next
         # A holder cleaning residue may probe this fresh file with a brief shared lock between
         # our open and our flock; wait that out instead of failing.

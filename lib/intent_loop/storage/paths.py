@@ -1,11 +1,10 @@
 """Where data lives: the data root, project identity, the project directory layout, path safety."""
 import stat
 
-from intent_loop.storage import fast_os
-from intent_loop.storage import platform
-from intent_loop.storage.data_root import find_data_root
-from intent_loop.storage.canonical import sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import fast_os, platform
+from intent_loop.storage.canonical import sha256_hex
+from intent_loop.storage.data_root import find_data_root
 
 PROJECT_ID_DOMAIN = b"intent-loop-project-v1\x00"
 SESSION_DOMAIN = "intent-loop-session-v1\0"
@@ -124,7 +123,8 @@ def ensure_data_root(data_root):
     try:
         fast_os.makedirs(data_root, DIR_MODE, exist_ok=True)
     except OSError as exc:
-        raise IntentLoopError(ErrorCode.WRITE_FAILED, f"cannot create the data root {data_root}: {exc.strerror}") from exc
+        raise IntentLoopError(ErrorCode.WRITE_FAILED,
+                              f"cannot create the data root {data_root}: {exc.strerror}") from exc
     if not fast_os.path.isdir(data_root):
         raise unsafe(data_root, "the data root is not a directory")
 

@@ -90,7 +90,8 @@ def _record(request_id, offset, end, last_hash):
 
 def _append(tx, data):
     try:
-        fd = fast_os.open(_path(tx), fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
+        fd = fast_os.open(_path(tx), fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND
+                                     | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
     except OSError:
         return  # the cache is an accelerator: without it the next lookup rebuilds
     try:

@@ -6,14 +6,12 @@ release. Sealing, verification and the lock-free read path are in `ledger`.
 """
 import time
 
-from intent_loop.storage import fast_os
-from intent_loop.storage import checkpoint
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import checkpoint, fast_os, quarantine
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import canonical_bytes, sha256_hex
-from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.ledger import empty_verified, fold_lines, open_ledger, read_range, verify_from_checkpoint
 from intent_loop.storage.sealing import check_request_id, request_fingerprint, seal
-from intent_loop.storage import quarantine
 from intent_loop.storage.timestamps import format_utc
 
 
@@ -118,7 +116,8 @@ class Transaction:
 
     def check_deadline(self):
         if time.monotonic() >= self.deadline:
-            raise IntentLoopError(ErrorCode.DEADLINE_EXCEEDED, "ran out of time before writing; nothing was changed, retry")
+            raise IntentLoopError(ErrorCode.DEADLINE_EXCEEDED,
+                                  "ran out of time before writing; nothing was changed, retry")
 
     def append(self, drafts, *, request_id, fingerprint):
         """Seal and durably append `drafts` (one request); returns the sealed events."""
@@ -159,7 +158,7 @@ class Transaction:
 
     def _advance(self, lines, events, first_offset):
         offset = first_offset
-        for event, line in zip(events, lines):
+        for event, line in zip(events, lines, strict=False):
             self.reducer.apply(self.verified.state, event)
             self.verified.last_line_start = offset
             offset += len(line)
