@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "intent_loop"
 
 # Each package may import itself and the packages listed; nothing else of intent_loop.
-# Bottom to top: errors and redact (leaf modules) -> storage -> intent -> guard -> ops -> the entry points (hook, cli, mcp).
+# Bottom to top: errors and redact (leaf modules) -> storage -> intent -> guard -> ops -> the entry points
+# (hook, cli, mcp).
 # launch (the binaries' table, the launcher and the extracted runtime) sits beside storage: every
 # entry point needs it, and it needs only the data-root rule and the fast os slice.
 MAY_IMPORT = {

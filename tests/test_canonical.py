@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from intent_loop.storage import canonical
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import canonical
 
 
 def _projection(objective, primary_object, surface, include, exclude, must, must_not, allowed,
@@ -82,7 +82,7 @@ def test_golden_vector_wrong_variants_differ_as_the_sheet_says():
 def test_non_ascii_is_raw_utf8_not_escaped():
     data = canonical.canonical_bytes({"k": "保存 Zürich 🚀 \u2028 \x7f"})
 
-    assert data == '{"k":"保存 Zürich 🚀 \u2028 \x7f"}'.encode("utf-8")
+    assert data == '{"k":"保存 Zürich 🚀 \u2028 \x7f"}'.encode()
 
 
 def test_only_quote_backslash_and_controls_are_escaped_lowercase():

@@ -1,15 +1,15 @@
 """The CLI's report, claim, contract and health commands, in-process through main(argv)."""
 import json
-import time
 import os
+import time
 
 import pytest
 
-from intent_loop.storage.paths import session_hash
-from intent_loop.storage.ledger import Draft
-from intent_loop.storage.transaction import Transaction
-from intent_loop.intent.state import REDUCER
 from helpers.cli_runner import make_cli
+from intent_loop.intent.state import REDUCER
+from intent_loop.storage.ledger import Draft
+from intent_loop.storage.paths import session_hash
+from intent_loop.storage.transaction import Transaction
 
 
 @pytest.fixture
@@ -87,10 +87,11 @@ def test_modes_off_private_on(cli):
 
 def test_candidates(cli, project):
     # three distinct tasks carrying the same statement produce a candidate
+    import time
+
     from intent_loop.intent import tasks as tasks_mod
     from intent_loop.storage.timestamps import format_utc
     from intent_loop.storage.transaction import mutate
-    import time
 
     for n in range(3):
         def plan(state, n=n):
@@ -165,13 +166,15 @@ def test_timeline_filters(cli, project):
     assert events[0]["summary"]["claims"][0]["statement"] == "ship the parser"
     obs = events[-1]["summary"]
     assert obs == {"char_count": 42, "source_kind": "user_event", "hash_kinds": ["sha256"]}
-    assert [e["event_type"] for e in cli.json("timeline", "--session", "codex-session-1")["events"]] == ["source_observed"]
+    assert [e["event_type"]
+            for e in cli.json("timeline", "--session", "codex-session-1")["events"]] == ["source_observed"]
     assert cli.json("timeline", "--session", "other")["events"] == []
     assert {e["actor"] for e in cli.json("timeline", "--actor", "system")["events"]} == {"system"}
     assert len(cli.json("timeline", "--type", "contract_published")["events"]) == 2
     assert len(cli.json("timeline", "--task", task[:8])["events"]) == 5
     assert cli.json("timeline", "--since", "2999-01-01T00:00:00Z")["events"] == []
-    assert len(cli.json("timeline", "--until", "2999-01-01T00:00:00Z", "--since", "2000-01-01T00:00:00+02:00")["events"]) == 5
+    assert len(cli.json("timeline", "--until", "2999-01-01T00:00:00Z",
+                        "--since", "2000-01-01T00:00:00+02:00")["events"]) == 5
     first = events[0]["occurred_at"]
     assert len(cli.json("timeline", "--until", "2000-01-01T00:00:00Z")["events"]) == 0
     assert cli.json("timeline", "--since", first)["events"]
@@ -251,12 +254,12 @@ def _damaged_middle(cli, project):
     for n in range(3):
         cli.json("claim", "add", "must", f"rule {n}")
     lines = _ledger_lines(project)
-    original = b"".join(l + b"\n" for l in lines)
-    index = next(i for i, l in enumerate(lines) if b"rule 1" in l)
+    original = b"".join(line + b"\n" for line in lines)
+    index = next(i for i, line in enumerate(lines) if b"rule 1" in line)
     assert index == 4
     lines[index] = lines[index].replace(b"rule 1", b"RULE 1", 1)
     with open(project.ledger, "wb") as fh:
-        fh.write(b"".join(l + b"\n" for l in lines))
+        fh.write(b"".join(line + b"\n" for line in lines))
     return original, lines
 
 
@@ -270,7 +273,7 @@ def test_recover_middle_damage(cli, project, tmp_path):
     assert open(project.ledger, "rb").read() == damaged  # dry run writes nothing
     export = tmp_path / "prefix.jsonl"
     r = cli.json("recover", "--export", str(export))
-    assert export.read_bytes() == b"".join(l + b"\n" for l in lines[:4])
+    assert export.read_bytes() == b"".join(line + b"\n" for line in lines[:4])
     rc, out, _ = cli("recover", "--export", str(export), "--json")
     assert rc == 1 and json.loads(out)["error"]["code"] == "FILE_EXISTS"
     r = cli.json("recover", "--apply")
@@ -343,7 +346,7 @@ def test_doctor_healthy_then_broken_chain_and_residue(cli, project):
     lines = _ledger_lines(project)
     lines[1] = lines[1].replace(b'"actor":"system"', b'"actor":"agent"', 1)
     with open(project.ledger, "wb") as fh:
-        fh.write(b"".join(l + b"\n" for l in lines))
+        fh.write(b"".join(line + b"\n" for line in lines))
     r = cli.json("doctor", expect=1)
     assert not _checks(r)["chains"]["ok"] and "line 2" in _checks(r)["chains"]["detail"]
     assert _checks(r)["chains"]["next_action"]
@@ -355,7 +358,8 @@ def test_doctor_lock_residue_and_other_roots(cli, project, tmp_path):
     _goal(cli)
     os.mkdir(project.lock_dir + ".deadbeef.released")
     r = cli.json("doctor", expect=1)
-    assert not _checks(r)["lock_residue"]["ok"] and "ledger.lock.deadbeef.released" in _checks(r)["lock_residue"]["detail"]
+    assert not _checks(r)["lock_residue"]["ok"] \
+        and "ledger.lock.deadbeef.released" in _checks(r)["lock_residue"]["detail"]
     other = tmp_path / "home" / ".codex" / "plugin-data" / "intent-loop" / "v1" / "projects" / ("a" * 64)
     other.mkdir(parents=True)
     r = cli.json("doctor", expect=1)

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intent_loop.intent import claims, prompt_commands
+from helpers.imports import costly_modules_loaded
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.intent import claims
 from intent_loop.intent.claim_text import build_claim, split_sources
 from intent_loop.intent.claim_verbs import CLAIM_VERBS, HELP_TEXT, MANAGE_VERBS, verb_for_claim
 from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.prompt_commands import Command, Rejection, parse_prompt
 from intent_loop.intent.prompt_scan import has_command
-from intent_loop.errors import ErrorCode, IntentLoopError
-from helpers.imports import costly_modules_loaded
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # 36 alphanumerics after ghp_
@@ -60,7 +60,8 @@ def _stub_rules_module():
 def sibling_modules():
     """Use the real redact/rules modules; fall back to stubs only when one is not written yet."""
     with pytest.MonkeyPatch.context() as patch:
-        for name, make_stub in (("intent_loop.redact", _stub_redact_module), ("intent_loop.intent.rule_grammar", _stub_rules_module)):
+        for name, make_stub in (("intent_loop.redact", _stub_redact_module),
+                                ("intent_loop.intent.rule_grammar", _stub_rules_module)):
             try:
                 importlib.import_module(name)
             except ImportError:

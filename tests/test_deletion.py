@@ -4,21 +4,17 @@ import time
 
 import pytest
 
-from intent_loop.ops import deletion
-
-from intent_loop.intent import private_mode
-
-from intent_loop.guard import provider
-
-from intent_loop.intent import tasks
-from intent_loop.storage.canonical import canonical_bytes, dumps
-from intent_loop.intent.state import REDUCER
-from intent_loop.ops.apply_commands import refresh_quietly
+from helpers.cli_runner import make_cli
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.guard import provider
+from intent_loop.intent import private_mode, tasks
+from intent_loop.intent.state import REDUCER
+from intent_loop.ops import deletion
+from intent_loop.ops.apply_commands import refresh_quietly
+from intent_loop.storage.canonical import canonical_bytes, dumps
 from intent_loop.storage.ledger import load_verified, new_uuid4, verify_all
 from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import mutate
-from helpers.cli_runner import make_cli
 
 
 @pytest.fixture
@@ -222,7 +218,8 @@ def test_delete_claim_that_superseded_another(cli, project):
     assert rc == 1 and "CONFIRMATION_MISMATCH" in err
     report = cli.json("delete", "claim", new["claim_id"], "--confirm", "DELETE CLAIM " + new["claim_id"])
     assert report["scan"]["clean"] and report["rechained"]
-    assert report["rewritten"][0]["to"] == "claim_invalidated" and report["rewritten"][0]["claim_id"] == must["claim_id"]
+    assert report["rewritten"][0]["to"] == "claim_invalidated" \
+        and report["rewritten"][0]["claim_id"] == must["claim_id"]
     state = verify_all(project, REDUCER).state
     claims = state["tasks"][goal["task_id"]]["claims"]
     assert new["claim_id"] not in claims

@@ -8,19 +8,15 @@ import time
 
 import pytest
 
-from intent_loop.intent import claims as claims_mod
-from intent_loop.ops import apply_commands
-from intent_loop.intent import prompt_commands
-from intent_loop.storage import ledger, timestamps
-from intent_loop.intent import private_mode
-from intent_loop.intent import tasks
-from intent_loop.storage import transaction
-from intent_loop.intent import views
-from intent_loop.storage.canonical import canonical_bytes
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.paths import session_hash
-from intent_loop.storage.lock import ProjectLock
+from intent_loop.intent import claims as claims_mod
+from intent_loop.intent import private_mode, prompt_commands, tasks, views
 from intent_loop.intent.state import ProjectReducer
+from intent_loop.ops import apply_commands
+from intent_loop.storage import ledger, timestamps, transaction
+from intent_loop.storage.canonical import canonical_bytes
+from intent_loop.storage.lock import ProjectLock
+from intent_loop.storage.paths import session_hash
 
 REDUCER = ProjectReducer()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -118,8 +114,9 @@ def test_explicit_claim_cannot_be_replaced_by_non_user_kinds(project, workspace,
     before = ledger_count(project)
     for direct in (True, False):
         expect_code(ErrorCode.PROTECTED_CLAIM, mutate, project,
-                    lambda p: tasks.replace_claims(p, task_id=task["task_id"], old_ids=[cid],
-                                                   claim=other_kind(status), direct_user=direct, actor="agent"))
+                    lambda p, direct=direct: tasks.replace_claims(p, task_id=task["task_id"], old_ids=[cid],
+                                                                  claim=other_kind(status), direct_user=direct,
+                                                                  actor="agent"))
     assert ledger_count(project) == before
     assert linked(project)["claims"][cid]["state"] == "active"
 
@@ -260,7 +257,7 @@ def test_request_id_reused_on_every_mutation(project, workspace, op):
     must = active_by_statement(task, "must: keep green")
     candidate_id = None
     if op.startswith("candidate"):
-        for i in range(3):
+        for _i in range(3):
             run(project, workspace, "intent: new\nintent: goal repeated signal")
         candidate_id = next(iter(state_of(project)["candidates"]))
         task_id = linked(project)["task_id"]
@@ -271,7 +268,8 @@ def test_request_id_reused_on_every_mutation(project, workspace, op):
         if op == "add_claim":
             return lambda p: tasks.add_claim(p, task_id=task_id, claim=user_explicit("added " + variant))
         if op == "replace_claims":
-            return lambda p: tasks.replace_claims(p, task_id=task_id, old_ids=[goal], claim=user_explicit("r " + variant))
+            return lambda p: tasks.replace_claims(p, task_id=task_id, old_ids=[goal],
+                                                  claim=user_explicit("r " + variant))
         if op == "invalidate_claim":
             return lambda p: tasks.invalidate_claim(p, task_id=task_id, claim_id=goal if variant == "1" else must)
         if op == "set_mode":
@@ -502,7 +500,8 @@ def test_always_creates_long_term_explicit_claim(project, workspace):
 def test_hook_view_only_user_explicit_text(project, workspace):
     run(project, workspace, "intent: goal visible user goal\nintent: must-not touch prod")
     task_id = linked(project)["task_id"]
-    mutate(project, lambda p: tasks.add_claim(p, task_id=task_id, claim=inferred("HIDDEN inferred text"), actor="agent"))
+    mutate(project, lambda p: tasks.add_claim(p, task_id=task_id, claim=inferred("HIDDEN inferred text"),
+                                              actor="agent"))
     mutate(project, lambda p: tasks.add_claim(p, task_id=task_id, claim=other_kind("evidence", "HIDDEN evidence text"),
                                               actor="evidence"))
     mutate(project, lambda p: tasks.add_claim(p, task_id=task_id, claim=other_kind("unknown", "HIDDEN unknown text"),

@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+
 from helpers.cli_runner import make_cli
 
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intent_loop.storage import fast_os
 from helpers.imports import costly_modules_loaded
+from intent_loop.storage import fast_os
 
 COMPONENTS = ["a", "b", "c", ".", "..", "", "rel", "abs", "chain", "dangling", "loop1", "self", "up", "dotdot"]
 relative_paths = st.lists(st.sampled_from(COMPONENTS), min_size=0, max_size=7).map("/".join)
@@ -99,7 +99,8 @@ def _interpreter(version):
     import shutil
 
     candidates = sorted(glob.glob(os.path.join(PYENV_ROOT, "versions", f"{version}.*", "bin", f"python{version}")),
-                        key=lambda p: [int(n) for n in p.split("/versions/")[1].split("/")[0].split(".") if n.isdigit()])
+                        key=lambda p: [int(n) for n in p.split("/versions/")[1].split("/")[0].split(".")
+                                       if n.isdigit()])
     candidates = candidates[::-1] + [p for p in [shutil.which(f"python{version}", path=PATH_AT_START)] if p]
     for candidate in candidates:
         try:
@@ -117,7 +118,8 @@ def test_fast_os_equals_os_under_each_supported_cpython(version, tmp_path):
     """The same comparisons as above (seeded, stdlib only) plus the environment, per interpreter."""
     python = _interpreter(version)
     if python is None:
-        pytest.skip(f"CPython {version} not found (neither {PYENV_ROOT}/versions/{version}.* nor python{version} on PATH)")
+        pytest.skip(f"CPython {version} not found "
+                    f"(neither {PYENV_ROOT}/versions/{version}.* nor python{version} on PATH)")
     done = subprocess.run([python, "-I", "-S", EQUIVALENCE, LIB, str(tmp_path)], env=ENV, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -142,7 +144,9 @@ def test_the_hook_path_never_imports_os():
     """The point of the module: no hook entry point (or what a hook run loads) pulls in `os`."""
     loaded = costly_modules_loaded(
         "import hooks.session_start, hooks.user_prompt, hooks.stop\n"
-        "import intent_loop.storage.ledger, intent_loop.storage.lock, intent_loop.storage.atomic, intent_loop.storage.request_index\n"
-        "import intent_loop.ops.apply_commands, intent_loop.guard.provider, intent_loop.intent.private_mode, intent_loop.intent.session_view",
+        "import intent_loop.storage.ledger, intent_loop.storage.lock, intent_loop.storage.atomic, "
+        "intent_loop.storage.request_index\n"
+        "import intent_loop.ops.apply_commands, intent_loop.guard.provider, intent_loop.intent.private_mode, "
+        "intent_loop.intent.session_view",
         ("os", "posixpath", "_collections_abc"))
     assert loaded == []

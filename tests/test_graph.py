@@ -5,16 +5,13 @@ import time
 
 import pytest
 
-from intent_loop.storage.timestamps import utc_sort_key
-
-from intent_loop.ops import graph_format, graph_import
-
-from intent_loop.guard import provider
-from intent_loop.intent.state import REDUCER
-from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.ledger import load_verified, verify_all
-from intent_loop.intent.state import is_hook_visible
 from helpers.cli_runner import make_cli
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.guard import provider
+from intent_loop.intent.state import REDUCER, is_hook_visible
+from intent_loop.ops import graph_format, graph_import
+from intent_loop.storage.ledger import load_verified, verify_all
+from intent_loop.storage.timestamps import utc_sort_key
 
 
 @pytest.fixture
@@ -118,7 +115,8 @@ def test_round_trip_fresh_ids_import_provenance_not_hook_visible(cli, project):
         assert not is_hook_visible(record)
     assert by_text["must: keep tests green"]["state"] == "superseded"
     assert by_text["must not: touch vendor/"]["state"] == "invalidated"
-    assert by_text["must: keep tests fast"]["claim"]["supersedes"] == [by_text["must: keep tests green"]["claim"]["claim_id"]]
+    assert by_text["must: keep tests fast"]["claim"]["supersedes"] == [
+        by_text["must: keep tests green"]["claim"]["claim_id"]]
     assert provider.projection_for(new_task, project_root=cli.workspace) is None  # never feeds the Guard
     # the original task is untouched and still projects the same
     assert provider.projection_for(state["tasks"][task_id], project_root=cli.workspace) == before_projection

@@ -10,16 +10,12 @@ import tempfile
 
 import pytest
 
-from intent_loop.hook import handlers
-
-from intent_loop.hook import runtime
-from intent_loop.launch.binaries import BINARY_FOR_EVENT
-
-from intent_loop.storage import ledger
-
-from intent_loop.storage import paths as paths_mod
 from helpers.settle import settle
+from intent_loop.hook import handlers, runtime
 from intent_loop.intent.state import ProjectReducer
+from intent_loop.launch.binaries import BINARY_FOR_EVENT
+from intent_loop.storage import ledger
+from intent_loop.storage import paths as paths_mod
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
@@ -55,7 +51,8 @@ def base_payload(event, ws, rng):
     if event in ("UserPromptSubmit", "Stop"):
         p["turn_id"] = f"turn-{rng.randrange(50)}"
     if event == "UserPromptSubmit":
-        p["prompt"] = "\n".join(rng.choice(BROKEN_COMMANDS + FAKE_SECRETS + ["hello"]) for _ in range(rng.randrange(1, 5)))
+        p["prompt"] = "\n".join(rng.choice(BROKEN_COMMANDS + FAKE_SECRETS + ["hello"])
+                                for _ in range(rng.randrange(1, 5)))
     if event == "Stop":
         p["stop_hook_active"] = rng.choice([True, False])
         p["last_assistant_message"] = rng.choice(["Done.", rng.choice(FAKE_SECRETS), ""])

@@ -9,12 +9,11 @@ import time
 
 import pytest
 
+from helpers.settle import settle
+from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
 from intent_loop.storage import ledger
-
 from intent_loop.storage import paths as paths_mod
-from intent_loop.intent.state import REDUCER
-from helpers.settle import settle
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")

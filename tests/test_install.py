@@ -30,7 +30,7 @@ def run(*args, home):
 def check_codex_shape(config):
     """Only keys Codex accepts at every level it checks."""
     assert set(config) <= {"description", "hooks"}
-    for event, groups in config["hooks"].items():
+    for _event, groups in config["hooks"].items():
         for group in groups:
             assert set(group) <= {"matcher", "hooks"}
             for handler in group["hooks"]:
@@ -65,7 +65,8 @@ def test_dry_run_writes_nothing(home, codex):
     assert proc.returncode == 0, proc.stderr
     assert "dry run" in proc.stdout and "+" in proc.stdout and "/hooks" in proc.stdout
     assert (codex / "hooks.json").read_bytes() == before
-    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]  # plugin-data: the launcher's runtime cache
+    # plugin-data: the launcher's runtime cache
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]
 
 
 @needs_dist
@@ -92,7 +93,7 @@ def test_apply_merges_keeps_foreign_and_is_idempotent(home, codex):
     assert set(found) == {"SessionStart", "UserPromptSubmit", "Stop"}
     assert found["SessionStart"][0] == "startup|resume|clear|compact"
     python = os.path.realpath(result["python"])
-    for event, (_matcher, handler) in found.items():
+    for _event, (_matcher, handler) in found.items():
         assert handler["timeout"] == 5 and handler["statusMessage"] == "intent-loop"
         prefix, binary = handler["command"].split(" ", 1)
         assert prefix == f"INTENT_LOOP_PYTHON={python}" and os.path.isabs(python)
@@ -142,7 +143,8 @@ def test_invalid_hooks_json_is_refused_and_unchanged(home, codex, content):
         assert (codex / "hooks.json").read_text() == content
     proc = run("install", "--json", home=home)
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "HOOKS_CONFIG_INVALID"
-    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]  # plugin-data: the launcher's runtime cache
+    # plugin-data: the launcher's runtime cache
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]
 
 
 def test_is_ours_recognizes_only_intent_loop_binaries():
@@ -163,7 +165,7 @@ def test_plugin_files_use_only_keys_codex_accepts():
     commands = {event: groups[0]["hooks"][0] for event, groups in config["hooks"].items()}
     assert set(commands) == {"SessionStart", "UserPromptSubmit", "Stop"}
     assert config["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
-    for event, handler in commands.items():
+    for _event, handler in commands.items():
         assert handler["command"].startswith("${PLUGIN_ROOT}/dist/intent-loop-")
         assert handler["timeout"] == 5 and handler["statusMessage"] == "intent-loop"
     with open(os.path.join(ROOT, ".codex-plugin", "plugin.json")) as fh:

@@ -9,11 +9,9 @@ import time
 
 import pytest
 
-from intent_loop.storage import ledger, sealing
-
-from intent_loop.storage import transaction
-from intent_loop.storage import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import ledger, sealing, transaction
+from intent_loop.storage import paths as paths_mod
 from tests.helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
 from tests.helpers.files import all_paths, files_containing, ledger_lines, read_bytes
 
@@ -390,7 +388,8 @@ def test_writer_verifies_only_the_suffix_after_the_checkpoint(project):
 
 
 def _mutate_resuming(project, reducer, value, resume):
-    return transaction.mutate(project, reducer, request_id=f"resume-{value}", operation=OPERATION, params={"value": value},
+    return transaction.mutate(project, reducer, request_id=f"resume-{value}", operation=OPERATION,
+                         params={"value": value},
                          plan=lambda _state: drafts_for(value), deadline=time.monotonic() + 10, resume=resume)
 
 
@@ -672,7 +671,8 @@ def test_a_plans_detail_reaches_the_caller_and_after_commit(project):
     mutation = transaction.mutate(project, CountingReducer(), request_id="detail", operation="op", params={},
                                   plan=plan, deadline=time.monotonic() + 10,
                                   after_commit=lambda tx, m: m.detail["chosen"] * 2)
-    assert (len(mutation.events), mutation.replayed, mutation.detail, mutation.committed) == (1, False, {"chosen": 7}, 14)
+    assert (len(mutation.events), mutation.replayed, mutation.detail, mutation.committed) == \
+        (1, False, {"chosen": 7}, 14)
     again = transaction.mutate(project, CountingReducer(), request_id="detail", operation="op", params={},
                                plan=plan, deadline=time.monotonic() + 10)
     assert again.replayed and again.detail is None and [e["event_id"] for e in again.events] == [

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from intent_loop.storage import ledger
-from intent_loop.storage import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import fast_os as lib_os
+from intent_loop.storage import ledger
+from intent_loop.storage import paths as paths_mod
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes, tree_bytes
 

@@ -76,7 +76,8 @@ def test_same_request_id_from_several_processes_at_once_records_one_event(projec
     for round_number in range(3):
         request_id = f"shared-{round_number}"
         workers = _start_together(
-            project, 4, lambda _i: ("--request-id", request_id, "--value", request_id, "--deadline", 60),
+            project, 4, lambda _i, request_id=request_id: ("--request-id", request_id, "--value", request_id,
+                                                           "--deadline", 60),
         )
         outcomes = _finish_all(workers)
 

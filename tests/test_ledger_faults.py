@@ -8,12 +8,10 @@ import time
 
 import pytest
 
-from intent_loop.storage import platform
-
-from intent_loop.storage import ledger
-from intent_loop.storage import lock as lock_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import fast_os as lib_os
+from intent_loop.storage import ledger, platform
+from intent_loop.storage import lock as lock_mod
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import all_paths, files_containing, open_fd_count, read_bytes, residue
 from tests.helpers.procs import Worker, worker_args

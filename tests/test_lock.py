@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from intent_loop.storage import lock as lock_mod
-from intent_loop.storage import paths as paths_mod
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import fast_os as lib_os
+from intent_loop.storage import lock as lock_mod
+from intent_loop.storage import paths as paths_mod
 from tests.helpers.files import open_fd_count, residue
 from tests.helpers.procs import Worker, worker_args
 

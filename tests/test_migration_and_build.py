@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers.counting import CountingReducer
-from intent_loop.storage import ledger
-from intent_loop.storage import migration
-from intent_loop.storage import transaction
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.launch.binaries import BINARIES
+from intent_loop.storage import ledger, migration, transaction
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"
@@ -22,7 +20,8 @@ needs_dist = pytest.mark.skipif(not (DIST / "intent-loop").exists(), reason="dis
 
 
 def _append(project, value, request_id):
-    return transaction.mutate(project, CountingReducer(), request_id=request_id, operation="append", params={"v": value},
+    return transaction.mutate(project, CountingReducer(), request_id=request_id, operation="append",
+                         params={"v": value},
                          plan=lambda state: [ledger.Draft("value_added", None, "user", {"value": value})],
                          deadline=time.monotonic() + 10)
 

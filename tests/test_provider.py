@@ -9,21 +9,12 @@ import time
 
 import pytest
 
-from intent_loop.ops import apply_commands
-
-from intent_loop.intent import prompt_commands
-
-from intent_loop.guard import acceptance, contract_file, document
-
-from intent_loop.storage import ledger
-
-from intent_loop.guard import provider
-
-from intent_loop.intent import tasks
-
-from intent_loop.storage import transaction
-from intent_loop.storage.paths import session_hash
+from intent_loop.guard import acceptance, contract_file, document, provider
+from intent_loop.intent import prompt_commands, tasks
 from intent_loop.intent.state import ProjectReducer
+from intent_loop.ops import apply_commands
+from intent_loop.storage import ledger, transaction
+from intent_loop.storage.paths import session_hash
 
 REDUCER = ProjectReducer()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -46,9 +46,12 @@ GITHUB_PAT = "github" "_pat_" + "11ABCDEFG0" + fake(12, seed=26) + "_" + fake(59
 AWS_ACCESS = "AKIA" + fake(16, seed=30, alphabet=string.ascii_uppercase + string.digits).upper()
 AWS_SESSION = "ASIA" + fake(16, seed=31, alphabet=string.ascii_uppercase + string.digits).upper()
 GOOGLE = ["AI" "za" + fake(35, seed=40 + n, alphabet=URLSAFE) for n in range(3)]
-SLACK_BOT = "xo" "xb-" + fake(12, seed=50, alphabet=string.digits) + "-" + fake(13, seed=51, alphabet=string.digits) + "-" + fake(24, seed=52)
-SLACK_USER = "xo" "xp-" + fake(12, seed=53, alphabet=string.digits) + "-" + fake(12, seed=54, alphabet=string.digits) + "-" + fake(32, seed=55)
-SLACK_APP = "xa" "pp-1-A0" + fake(9, seed=56, alphabet=string.digits) + "-" + fake(13, seed=57, alphabet=string.digits) + "-" + fake(64, seed=58)
+SLACK_BOT = ("xo" "xb-" + fake(12, seed=50, alphabet=string.digits) + "-" + fake(13, seed=51, alphabet=string.digits)
+             + "-" + fake(24, seed=52))
+SLACK_USER = ("xo" "xp-" + fake(12, seed=53, alphabet=string.digits) + "-" + fake(12, seed=54, alphabet=string.digits)
+              + "-" + fake(32, seed=55))
+SLACK_APP = ("xa" "pp-1-A0" + fake(9, seed=56, alphabet=string.digits) + "-" + fake(13, seed=57, alphabet=string.digits)
+             + "-" + fake(64, seed=58))
 SLACK_LEGACY = "xo" "xa-2-" + fake(40, seed=59)
 STRIPE = {f"{role}_{mode}": f"{role}_{mode}_" + fake(24, seed=60 + n)
           for n, (role, mode) in enumerate((r, m) for r in ("sk", "rk", "pk") for m in ("live", "test"))}
@@ -304,7 +307,7 @@ def test_two_private_keys_are_redacted_separately():
 
 
 def test_public_material_is_not_a_private_key():
-    text = f"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PUBLIC KEY-----\nMIIB"
+    text = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PUBLIC KEY-----\nMIIB"
     assert redact(text) == text
 
 
@@ -335,7 +338,8 @@ TOKEN_SECRETS = [*ANTHROPIC, OPENAI_LEGACY, OPENAI_PROJECT, OPENAI_SERVICE, OPEN
                  AWS_ACCESS, AWS_SESSION, *GOOGLE, SLACK_BOT, SLACK_USER, SLACK_APP, SLACK_LEGACY, *STRIPE.values(),
                  *NPM, *HUGGINGFACE, *JWTS, *OPAQUE, BASE64_40, BASE64_88, URLSAFE_64]
 # The shortest match of each prefixed family, and a barely long mixed run: the pre-filter must notice them.
-MINIMAL_SECRETS = ["sk-" "ant-" + "a" * 19 + "1", "sk-" + "a" * 19 + "1", "gh" "p_" + "a" * 30, "github" "_pat_" + "a" * 22,
+MINIMAL_SECRETS = ["sk-" "ant-" + "a" * 19 + "1", "sk-" + "a" * 19 + "1", "gh" "p_" + "a" * 30,
+                   "github" "_pat_" + "a" * 22,
                    "AKIA" + "A" * 16, "AIza" + "a" * 35, "xo" "xb-" + "1" * 12, "sk" "_live_" + "a" * 16,
                    "np" "m_" + "a" * 36, "h" "f_" + "a" * 30, "eyJ" + "a" * 13 + "." + "b" * 10 + ".",
                    "aB3" + "cdefghij" * 3]
@@ -361,7 +365,8 @@ UNICODE_TRAPS = ["\u0130", "\u212a", "\u017f", "\ufb00", "\u00e9", "\u3000", "\u
 
 pieces = st.one_of(
     st.sampled_from(SECRET_SAMPLES),
-    st.tuples(st.sampled_from(SECRET_SAMPLES + WORDS), st.sampled_from(CASE_CHANGES)).map(lambda pair: pair[1](pair[0])),
+    st.tuples(st.sampled_from(SECRET_SAMPLES + WORDS),
+              st.sampled_from(CASE_CHANGES)).map(lambda pair: pair[1](pair[0])),
     st.sampled_from(UNICODE_TRAPS),
     st.sampled_from(SECRET_SAMPLES).flatmap(fragments),
     st.sampled_from(WORDS),
@@ -384,7 +389,8 @@ def test_prefilter_never_clears_a_sample_or_any_piece_of_one():
 def test_prefilter_folds_case_exactly_like_the_patterns(trap):
     plain, lookalike = trap
     for keyword in redact_module._ASSIGNMENT_KEYWORDS + ("bearer", "authorization: basic"):
-        for text in (f"{keyword.replace(plain, lookalike)}=abc123", f"{keyword.replace(plain, lookalike)} a1b2c3d4e5f6g7h8"):
+        for text in (f"{keyword.replace(plain, lookalike)}=abc123",
+                     f"{keyword.replace(plain, lookalike)} a1b2c3d4e5f6g7h8"):
             if not redact_module._may_contain_secret(text):
                 assert redact_module._apply_patterns(text) == text
 

@@ -139,9 +139,9 @@ def test_replay_rejects_a_malformed_sequence(tmp_path):
 
 
 def test_replay_keep_leaves_the_workspace(tmp_path):
-    code, doc = subprocess.run([CLI, "replay", "--json", "--keep", str(tmp_path),
-                                os.path.join(REPLAY_DIR, "commands_session.jsonl")],
-                               capture_output=True, text=True).returncode, None
+    code = subprocess.run([CLI, "replay", "--json", "--keep", str(tmp_path),
+                           os.path.join(REPLAY_DIR, "commands_session.jsonl")],
+                          capture_output=True, text=True).returncode
     assert code == 0
     kept = [p for p in tmp_path.iterdir() if p.name.startswith("replay-")]
     assert len(kept) == 1

@@ -2,8 +2,15 @@
 
 import pytest
 
-from intent_loop.intent.rule_grammar import ACTIONS, EVIDENCE_SOURCES, GUARD_WHITESPACE, is_blank, rule_error, strip_guard_space
 from helpers.imports import costly_modules_loaded
+from intent_loop.intent.rule_grammar import (
+    ACTIONS,
+    EVIDENCE_SOURCES,
+    GUARD_WHITESPACE,
+    is_blank,
+    rule_error,
+    strip_guard_space,
+)
 
 # (rule text, None when accepted, else a fragment the reason must contain: what to write instead)
 RULE_TABLE = [

@@ -8,8 +8,15 @@ from hypothesis import strategies as st
 
 from helpers.imports import costly_modules_loaded
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.timestamps import (EPOCH_MAX, EPOCH_MIN, format_compact_utc, format_utc, parse_epoch,
-                                            rfc3339_error, utc_sort_key)
+from intent_loop.storage.timestamps import (
+    EPOCH_MAX,
+    EPOCH_MIN,
+    format_compact_utc,
+    format_utc,
+    parse_epoch,
+    rfc3339_error,
+    utc_sort_key,
+)
 
 
 def test_the_drift_instant_has_one_spelling():
@@ -21,7 +28,7 @@ def test_the_drift_instant_has_one_spelling():
 @given(st.integers(min_value=0, max_value=4_102_444_800_000))
 def test_format_truncates_to_the_millisecond_like_datetime(millis):
     epoch = millis / 1000 + 0.0004  # a sub-millisecond remainder that rounding would have kept
-    expected = datetime.datetime.fromtimestamp(millis // 1000, datetime.timezone.utc).strftime(
+    expected = datetime.datetime.fromtimestamp(millis // 1000, datetime.UTC).strftime(
         "%Y-%m-%dT%H:%M:%S") + f".{millis % 1000:03d}Z"
     assert format_utc(epoch) == expected
 

@@ -18,17 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from intent_loop.intent import state
-
-from intent_loop.storage import pending_work
-
-from intent_loop.storage import ledger, sealing, timestamps
-
-from intent_loop.intent import tasks
-
-from intent_loop.storage import transaction
-from intent_loop.storage.paths import session_hash  # noqa: E402
-from intent_loop.storage.paths import project_paths  # noqa: E402
+from intent_loop.intent import state, tasks
+from intent_loop.storage import ledger, pending_work, sealing, timestamps, transaction
+from intent_loop.storage.paths import (
+    project_paths,  # noqa: E402
+    session_hash,  # noqa: E402
+)
 
 DIST = ROOT / "dist"
 PYTHON = os.path.realpath(sys.executable)

@@ -25,9 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib"
 sys.path.insert(0, str(LIB))
 
-from intent_loop.storage import ledger, sealing, timestamps
-
-from intent_loop.storage import transaction
+from intent_loop.storage import ledger, sealing, timestamps, transaction
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.atomic import replace_atomically  # noqa: E402
 
@@ -175,7 +173,7 @@ def measure(rounds, sizes):
                 started = time.perf_counter()
                 mutation = transaction.mutate(
             book.paths, bench_payload.Counter(), request_id=f"inproc-{counter}", operation=OPERATION,
-            params={"n": counter}, plan=lambda _s: [bench_payload.draft(str(counter))],
+            params={"n": counter}, plan=lambda _s, counter=counter: [bench_payload.draft(str(counter))],
             deadline=time.monotonic() + 10)
                 events, replayed = mutation.events, mutation.replayed
                 in_process = time.perf_counter() - started

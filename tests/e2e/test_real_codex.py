@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from intent_loop.guard import contract_file
-
 from intent_loop.storage import paths as paths_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mock_model import MockModelServer, developer_messages  # noqa: E402
+
 from helpers.settle import settle  # noqa: E402
 from intent_loop.launch.binaries import HOOKS  # noqa: E402
 

@@ -2,9 +2,9 @@
 import io
 import json
 
-from intent_loop.storage import paths as paths_mod
-from intent_loop.cli.main import main
 from intent_loop.cli.common import Console
+from intent_loop.cli.main import main
+from intent_loop.storage import paths as paths_mod
 
 
 class CliRun:

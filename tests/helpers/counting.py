@@ -1,9 +1,7 @@
 """The test reducer and a one-call append, shared by the storage tests and their worker processes."""
 import time
 
-from intent_loop.storage import ledger
-
-from intent_loop.storage import transaction
+from intent_loop.storage import ledger, transaction
 
 OPERATION = "test.append"
 EVENT_TYPE = "test_appended"

@@ -123,9 +123,9 @@ def main(argv):
     if step:
         sig = signal.SIGKILL if os.environ.get("IL_TEST_STOP_SIGNAL") == "KILL" else signal.SIGSTOP
         _stop_hook(step, sig)
+    from intent_loop.errors import IntentLoopError
     from intent_loop.storage import lock as lock_mod
     from intent_loop.storage import paths as paths_mod
-    from intent_loop.errors import IntentLoopError
     from tests.helpers import counting
 
     mode, data_root, workspace, *rest = argv
