@@ -148,7 +148,7 @@ def test_invalid_hooks_json_is_refused_and_unchanged(home, codex, content):
 
 
 def test_is_ours_recognizes_only_intent_loop_binaries():
-    from intent_loop.cli.install import is_ours
+    from intent_loop.cli.hooks_config import is_ours
 
     assert is_ours({"command": "INTENT_LOOP_PYTHON=/usr/bin/python3 /opt/x/dist/intent-loop-stop"})
     assert is_ours({"command": "'/path with space/intent-loop-user-prompt'"})
@@ -207,7 +207,7 @@ def test_plugin_hooks_json_is_generated_from_the_table_byte_identical_to_the_gol
 @pytest.mark.parametrize("before, after", [(None, "previous-build-fresh.hooks.json"),
                                            ("foreign.hooks.json", "previous-build-merged.hooks.json")])
 def test_install_writes_the_handlers_the_previous_build_wrote_byte_for_byte(before, after):
-    from intent_loop.cli.install import desired_groups, merged, render
+    from intent_loop.cli.hooks_config import desired_groups, merged, render
 
     previous = _previous_build()
     config = json.loads(_golden(before)) if before else None

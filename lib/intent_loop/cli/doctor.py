@@ -1,0 +1,200 @@
+"""doctor: every check a user could trip over, each with its next action (content-free reports)."""
+import os
+import sys
+import time
+
+from intent_loop.cli.common import current_project, data_root, load_state
+from intent_loop.cli.old_runtimes import old_runtimes
+from intent_loop.errors import IntentLoopError
+from intent_loop.guard import provider
+from intent_loop.intent.state import REDUCER
+from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
+from intent_loop.launch.extracted_runtime import describe as describe_runtimes
+from intent_loop.storage.canonical import loads
+from intent_loop.storage.data_root import ROOT_SUFFIX
+from intent_loop.storage.ledger import verify_all
+from intent_loop.storage.paths import ProjectPaths
+
+_HOOK_MARK = HOOK_PREFIX
+_BINARIES = tuple(binary.name for binary in BINARIES)
+
+
+def _check(name, ok, detail, next_action=None):
+    return {"name": name, "ok": bool(ok), "detail": detail, "next_action": None if ok else next_action}
+
+
+def _candidate_roots(env):
+    roots = []
+    for base in (env.get("CODEX_HOME"), os.path.join(env["HOME"], ".codex") if env.get("HOME") else None):
+        if base and os.path.isabs(base):
+            roots.append(os.path.join(base, *ROOT_SUFFIX))
+    return roots
+
+
+def projects(root):
+    directory = os.path.join(root, "projects")
+    try:
+        return sorted(n for n in os.listdir(directory) if os.path.isdir(os.path.join(directory, n)))
+    except OSError:
+        return []
+
+
+def _hooks_check(env):
+    files = []
+    for base in (env.get("CODEX_HOME"), os.path.join(env["HOME"], ".codex") if env.get("HOME") else None):
+        if base and os.path.isabs(base):
+            path = os.path.join(base, "hooks.json")
+            if path not in files:
+                files.append(path)
+    found = []
+    for path in files:
+        try:
+            with open(path, "rb") as fh:
+                if _HOOK_MARK.encode() in fh.read():
+                    found.append(path)
+        except OSError:
+            continue
+    detail = (f"hooks installed in {', '.join(found)}" if found
+              else f"no intent-loop hooks in {', '.join(files) or 'any hooks.json'}")
+    return _check("hooks_installed", found, detail, "run `intent-loop install` and trust the hooks in Codex")
+
+
+def _binary_dirs():
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.normpath(os.path.join(here, "..", "..", "..", "dist"))]
+    if sys.argv and sys.argv[0]:
+        candidates.insert(0, os.path.dirname(os.path.realpath(sys.argv[0])))
+    return [d for d in dict.fromkeys(candidates) if os.path.isfile(os.path.join(d, "intent-loop"))]
+
+
+def _interpreter_check():
+    problems, seen = [], 0
+    for directory in _binary_dirs():
+        for name in _BINARIES:
+            path = os.path.join(directory, name)
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(4096)
+            except OSError:
+                problems.append(f"{name} missing in {directory}")
+                continue
+            marker = head.find(b':-')
+            end = head.find(b'}', marker)
+            if marker < 0 or end < 0:
+                problems.append(f"{name}: no recorded interpreter")
+                continue
+            seen += 1
+            interpreter = head[marker + 2:end].decode("utf-8", "replace")
+            if not os.access(interpreter, os.X_OK):
+                problems.append(f"{name}: interpreter {interpreter} does not exist")
+    if not seen and not problems:
+        return _check("interpreter", True, "no built binaries found next to this command")
+    detail = "; ".join(problems) if problems else f"{seen} binaries name an existing interpreter"
+    return _check("interpreter", not problems, detail, "rebuild with `python3 build.py` or set INTENT_LOOP_PYTHON")
+
+
+def _lock_residue(project_dir):
+    try:
+        return sorted(n for n in os.listdir(project_dir) if n == "ledger.lock" or n.startswith("ledger.lock."))
+    except OSError:
+        return []
+
+
+def _quarantine(project_dir):
+    count = size = 0
+    try:
+        for name in os.listdir(os.path.join(project_dir, "quarantine")):
+            st = os.lstat(os.path.join(project_dir, "quarantine", name))
+            count += 1
+            size += st.st_size
+    except OSError:
+        pass
+    return count, size
+
+
+RECENT_FAILURES = 24 * 3600  # older failures are history, not a problem to act on now
+
+
+def _hook_failures_check(log_path, *, now):
+    """Fails on hook failures of the last 24 hours only; names their codes and steps (content-free)."""
+    total, recent = 0, {}
+    try:
+        with open(log_path, "rb") as fh:
+            for line in fh:
+                total += 1
+                try:
+                    record = loads(line)
+                    at = float(record["at"])
+                    key = f"{record.get('code')} at {record.get('event')}/{record.get('where')}"
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if now - at <= RECENT_FAILURES:
+                    recent[key] = recent.get(key, 0) + 1
+    except OSError:
+        pass
+    count = sum(recent.values())
+    detail = f"{count} in the last 24 h ({total} logged in all)"
+    if recent:
+        detail += ": " + ", ".join(f"{n}x {key}" for key, n in sorted(recent.items(), key=lambda kv: -kv[1]))
+    return _check("hook_failures", count == 0, detail, f"read {log_path} (content-free); "
+                  "a failed hook answered continue:true, so Codex went on without intent-loop there")
+
+
+def cmd_doctor(args, console):
+    checks = []
+    try:
+        root, how = data_root(console)
+        checks.append(_check("data_root", True, f"{root} (chosen by {how}), {len(projects(root))} projects"))
+    except IntentLoopError as exc:
+        root = None
+        checks.append(_check("data_root", False, exc.message,
+                             "set CODEX_HOME or INTENT_LOOP_DATA_DIR, or create ~/.codex"))
+    others = [r for r in _candidate_roots(console.env) if r != root and projects(r)]
+    checks.append(_check("other_roots", not others,
+                         "no other candidate root holds projects" if not others else
+                         "other roots with projects: " + ", ".join(f"{r} ({len(projects(r))})" for r in others),
+                         "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
+    checks.append(_hooks_check(console.env))
+    checks.append(_interpreter_check())
+    old = old_runtimes(console)
+    checks.append(_check("old_runtimes", not old, describe_runtimes(old) if old else "none left by earlier builds",
+                         "run `intent-loop install --apply`, which removes them"))
+    if root is not None:
+        broken, residue, q_count, q_bytes = [], [], 0, 0
+        project_ids = projects(root)
+        for project_id in project_ids:
+            ppaths = ProjectPaths(root, project_id)
+            try:
+                verify_all(ppaths, REDUCER)
+            except IntentLoopError as exc:
+                broken.append(f"{project_id[:12]}: line {exc.line} {exc.code}")
+            names = _lock_residue(ppaths.dir)
+            residue.extend(f"{project_id[:12]}/{n}" for n in names)
+            count, size = _quarantine(ppaths.dir)
+            q_count, q_bytes = q_count + count, q_bytes + size
+        checks.append(_check("chains", not broken,
+                             f"{len(project_ids)} projects verified" if not broken else "damaged: " + "; ".join(broken),
+                             "run `intent-loop recover` in the damaged project's directory"))
+        checks.append(_check("lock_residue", not residue,
+                             "no lock directories left" if not residue else "left: " + ", ".join(residue),
+                             "if no intent-loop process runs, the next mutation cleans it; otherwise wait"))
+        checks.append(_check("quarantine", True, f"{q_count} files, {q_bytes} bytes"))
+        checks.append(_hook_failures_check(os.path.join(root, "logs", "hook-failures.jsonl"), now=time.time()))
+        try:
+            paths = current_project(console)
+            fstate = provider.read_file_state(provider.provider_path(paths.root, console.env), load_state(paths))
+            ok = fstate["kind"] != "ours" or not fstate.get("errors")
+            checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
+                                                                          fstate["kind"] == "ours" else ""),
+                                 "run `intent-loop contract publish`"))
+        except IntentLoopError as exc:
+            checks.append(_check("guard_file", False, exc.code, "run `intent-loop verify` and `intent-loop recover`"))
+    ok = all(c["ok"] for c in checks)
+    if args.json:
+        console.json({"ok": ok, "checks": checks})
+    else:
+        for c in checks:
+            console.out(f"[{'ok' if c['ok'] else 'FAIL'}] {c['name']}: {c['detail']}")
+            if c["next_action"]:
+                console.out(f"       next: {c['next_action']}")
+    return 0 if ok else 1
