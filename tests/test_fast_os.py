@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.fast_os_equivalence import COMPONENTS, make_tree
 from helpers.imports import costly_modules_loaded
 from intent_loop.storage import fast_os
 
-COMPONENTS = ["a", "b", "c", ".", "..", "", "rel", "abs", "chain", "dangling", "loop1", "self", "up", "dotdot"]
 relative_paths = st.lists(st.sampled_from(COMPONENTS), min_size=0, max_size=7).map("/".join)
 
 
@@ -23,18 +23,7 @@ relative_paths = st.lists(st.sampled_from(COMPONENTS), min_size=0, max_size=7).m
 def tree(tmp_path_factory):
     """Directories and every kind of symbolic link realpath has to walk through."""
     root = str(tmp_path_factory.mktemp("tree"))
-    for name in ("a", "a/b", "a/b/c", "b", "c"):
-        os.mkdir(os.path.join(root, name))
-    links = {
-        "rel": "a/b", "a/rel": "../c", "abs": os.path.join(root, "a", "b", "c"), "chain": "rel/c",
-        "dangling": "no/such/place", "loop1": "loop2", "loop2": "loop1", "self": "self", "a/up": "..",
-        "a/b/dotdot": "../../..", "a/b/abs": "/", "b/chain": "../chain",
-    }
-    if sys.version_info >= (3, 13):  # 3.13 changed what realpath does after a loop (see fast_os.realpath)
-        for loop in ("loop1", "loop2", "self"):
-            del links[loop]
-    for link, target in links.items():
-        os.symlink(target, os.path.join(root, link))
+    make_tree(root)
     return root
 
 
