@@ -118,7 +118,10 @@ def check_answer(event, out):
     assert out, "no answer"
     answer = json.loads(out)
     assert isinstance(answer, dict) and answer["continue"] is True
-    assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage"}
+    assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage", "decision", "reason"}
+    if "decision" in answer:  # a local answer (issue 15): a block with its reason, nothing else
+        assert event == "UserPromptSubmit" and answer["decision"] == "block" and answer["reason"]
+        assert set(answer) == {"continue", "decision", "reason"}
     if event == "Stop":
         assert out == runtime.FAIL_OPEN
     if "hookSpecificOutput" in answer:

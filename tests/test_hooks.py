@@ -61,7 +61,9 @@ def hook(event, payload, env, *, timeout=10, raw=None):
     out = proc.stdout
     answer = json.loads(out)
     assert isinstance(answer, dict) and answer.get("continue") is True
-    assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage"}
+    assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage", "decision", "reason"}
+    if "decision" in answer:  # a prompt answered locally (issue 15)
+        assert answer["decision"] == "block" and set(answer) == {"continue", "decision", "reason"}
     if event == "Stop":
         assert out == FAIL_OPEN
     if "hookSpecificOutput" in answer:
@@ -119,7 +121,7 @@ def test_prompt_with_commands_records_and_receipts(env, ws):
 
 
 def test_rejected_command_gets_system_message(env, ws):
-    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: gaol typo"), env)
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "please\nintent: gaol typo"), env)
     assert "systemMessage" in answer and "rejected" in answer["systemMessage"]
 
 
@@ -183,6 +185,13 @@ def _fail_open(event, payload, env, raw=None):
     assert elapsed < 5
 
 
+def _lets_through_with_message(payload, env, code):
+    """A prompt's commands failed: `{"continue":true}` and a systemMessage naming the code."""
+    _out, answer, elapsed = hook("UserPromptSubmit", payload, env)
+    assert set(answer) == {"continue", "systemMessage"} and f"({code})" in answer["systemMessage"]
+    assert elapsed < 5
+
+
 @pytest.mark.parametrize("event", list(BINARIES))
 def test_wrong_event_and_invalid_json(event, env, ws):
     other = "Stop" if event != "Stop" else "UserPromptSubmit"
@@ -214,7 +223,10 @@ def test_corrupt_ledger(event, env, ws):
     import shutil
     shutil.rmtree(p.cache_dir, ignore_errors=True)
     payload = prompt_payload(ws, "intent: must more", turn="t-2", hook_event_name=event)
-    _fail_open(event, payload, env)
+    if event == "UserPromptSubmit":  # issue 15: the prompt goes on, and the user is told why
+        _lets_through_with_message(payload, env, "LEDGER_HASH_MISMATCH")
+    else:
+        _fail_open(event, payload, env)
     with open(p.ledger, "rb") as fh:
         assert fh.read() == corrupt
 
@@ -254,10 +266,9 @@ def test_held_lock_fails_open_within_deadline(event, env, ws):
     holder = _hold_project_lock(env, ws, seconds=4)
     try:
         if event == "Stop":
-            payload = fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="stop-lock")
-        else:
-            payload = prompt_payload(ws, "intent: must blocked", turn="t-lock")
-        _fail_open(event, payload, env)
+            _fail_open(event, fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="stop-lock"), env)
+        else:  # issue 15: the prompt goes on, and the user is told why
+            _lets_through_with_message(prompt_payload(ws, "intent: must blocked", turn="t-lock"), env, "LOCK_TIMEOUT")
     finally:
         holder.communicate(timeout=20)
     assert len(events(env, ws)) == n

@@ -49,7 +49,8 @@ def results():
 
 
 def test_corpus_has_the_required_sequences():
-    assert {"real_session", "commands_session", "subagent", "subagent_with_task", "hostile"} <= set(SEQUENCES)
+    assert {"real_session", "commands_session", "subagent", "subagent_with_task", "hostile",
+            "receipts_and_local_answers"} <= set(SEQUENCES)
     for name in SEQUENCES:
         assert os.path.exists(os.path.join(REPLAY_DIR, name + ".golden.json")), name
 
@@ -73,8 +74,11 @@ def test_every_answer_is_one_object_codex_accepts(results, name):
     for step in doc["steps"]:
         answer = step["answer"]
         assert step["ok"] and step["exit_code"] == 0
-        assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage"}
+        assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage", "decision", "reason"}
         assert answer["continue"] is True
+        if "decision" in answer:  # a local answer (issue 15): the block and its reason only
+            assert step["event"] == "UserPromptSubmit" and answer["decision"] == "block"
+            assert set(answer) == {"continue", "decision", "reason"}
         if step["event"] == "Stop":
             assert answer == {"continue": True}
         if "hookSpecificOutput" in answer:
@@ -98,7 +102,25 @@ def test_commands_session_publishes_a_valid_contract(results):
     assert projection["completion_evidence"] == [{"requirement": "totals match the ledger to the cent",
                                                   "acceptable_sources": ["test"]}]
     assert "Tools: web" not in json.dumps(projection)  # the rejected rule never reaches Guard
-    assert doc["steps"][3]["answer"]["systemMessage"].startswith("intent-loop rejected line 1 (RULE_SYNTAX)")
+    assert doc["steps"][3]["answer"]["systemMessage"].startswith("intent-loop: line 1 rejected (RULE_SYNTAX)")
+
+
+def test_receipts_and_local_answers(results):
+    _code, doc = results["receipts_and_local_answers"]
+    answers = [s["answer"] for s in doc["steps"]]
+    receipt = answers[1]["systemMessage"]
+    assert receipt.startswith("intent-loop: recorded goal [") and "(UNKNOWN_VERB)" in receipt
+    assert receipt.endswith("Guard contract v1") and len(receipt.splitlines()) <= 2
+    assert "hookSpecificOutput" in answers[1] and "decision" not in answers[1]  # prose: the model gets it
+    shown = answers[3]
+    assert shown["decision"] == "block" and "goal: fix rounding of totals in checkout" in shown["reason"]
+    assert "(UNKNOWN_VERB)" in answers[4]["reason"] and "drop <id>" in answers[4]["reason"]
+    assert "withdrawn" in answers[5]["reason"]
+    assert "answered without you: off" in answers[6]["hookSpecificOutput"]["additionalContext"]
+    assert "goal: fix rounding" in answers[9]["hookSpecificOutput"]["additionalContext"]
+    assert answers[11] == {"continue": True, "systemMessage": answers[11]["systemMessage"]}
+    assert "(LOCK_TIMEOUT)" in answers[11]["systemMessage"]  # the work failed mid-way: the prompt goes on
+    assert answers[13] == {"continue": True}  # a subagent's `intent: show` is never answered locally
 
 
 def test_subagent_prompt_records_nothing(results):

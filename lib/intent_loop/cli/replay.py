@@ -1,15 +1,19 @@
 """replay FILE.jsonl: feed recorded hook payloads through the built binaries in a throw-away place.
 
 Each line is {"event": "SessionStart"|"UserPromptSubmit"|"Stop", "payload": {...}} (or "stdin": "raw
-text" instead of payload, for hostile input). The payload's cwd is replaced by a temporary
-workspace; the binaries run with INTENT_LOOP_DATA_DIR set to a temporary data root.
+text" instead of payload, for hostile input); `"lock_held": true` runs that step while replay itself
+holds the project lock, as another writer would (the hook's work then fails mid-way). The payload's
+cwd is replaced by a temporary workspace; the binaries run with INTENT_LOOP_DATA_DIR set to a
+temporary data root.
 """
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from intent_loop.cli.common import add_json_flag
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -81,7 +85,7 @@ class ReplaySession:
         self.env["INTENT_LOOP_DATA_DIR"] = self.data_root
         self.steps = []
 
-    def run(self, event, payload=None, *, stdin=None):
+    def run(self, event, payload=None, *, stdin=None, lock_held=False):
         """Run one hook; returns {event, answer, exit_code, ok, stdout, stderr}."""
         if stdin is None:
             if isinstance(payload, dict) and "cwd" in payload:
@@ -91,8 +95,9 @@ class ReplaySession:
             data = stdin.encode("utf-8", "surrogatepass")
         binary = os.path.join(self.dist, BINARY_FOR_EVENT[event])
         try:
-            proc = subprocess.run([binary], input=data, capture_output=True, cwd=self.workspace,
-                                  env=self.env, timeout=STEP_TIMEOUT)
+            with self._lock_held() if lock_held else contextlib.nullcontext():
+                proc = subprocess.run([binary], input=data, capture_output=True, cwd=self.workspace,
+                                      env=self.env, timeout=STEP_TIMEOUT)
             code, out, err = proc.returncode, proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as exc:
             code, out, err = -1, exc.stdout or b"", b"timed out"
@@ -110,6 +115,16 @@ class ReplaySession:
             step["stderr"] = err.decode("utf-8", "replace")[:2000]
         self.steps.append(step)
         return step
+
+    def _lock_held(self):
+        """The project lock, held by replay for one step (a hook waits at most 2 s, well inside
+        the lock's 30 s of silence before waiters give up on a holder)."""
+        from intent_loop.storage.lock import ProjectLock
+        from intent_loop.storage.paths import ensure_project_layout
+
+        paths = self.paths()
+        ensure_project_layout(paths)
+        return ProjectLock(paths.dir, deadline=time.monotonic() + STEP_TIMEOUT)
 
     def _settle(self):
         """Let the work a hook detaches after answering (its observation, Stop's Guard refresh)
@@ -178,7 +193,8 @@ def cmd_replay(args, console):
     session = ReplaySession(console.env, dist=os.path.abspath(args.dist) if args.dist else None, keep=args.keep)
     try:
         for step in steps:
-            session.run(step["event"], step.get("payload"), stdin=step.get("stdin"))
+            session.run(step["event"], step.get("payload"), stdin=step.get("stdin"),
+                        lock_held=step.get("lock_held") is True)
         ledger, _verified = session.ledger()
         provider, provider_file = session.provider()
         errors = None

@@ -1,7 +1,7 @@
 """What each Codex hook does with its payload: SessionStart, UserPromptSubmit, Stop.
 
-Handlers return {"context": str?, "system_message": str?}; hook_runtime turns that into the
-one answer Codex accepts. Sessions with no linked task leave no trace.
+Handlers return {"context": str?, "system_message": str?, "block_reason": str?}; hook.runtime
+turns that into the one answer Codex accepts. Sessions with no linked task leave no trace.
 """
 
 from intent_loop.errors import IntentLoopError
@@ -48,6 +48,7 @@ class HookContext:
         self.session = session_hash(session_id)
         self.state = NO_STATE
         self.verified = None  # what a mutation continues from, so the cache is parsed once per call
+        self._seen_record = None  # the cache's seen record, read at most once per call
         if check_real_directory(self.paths.dir):
             self.verified = read_verified(self.paths)
             self.state = self.verified.state
@@ -55,27 +56,44 @@ class HookContext:
     def linked_task(self):
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
 
-    def remember_view(self, text, state):
-        """Record (in the deletable cache) which view this session was shown, and as of which
-        claim-changing event, so a later prompt with nothing new need not even render it."""
-        path = fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+    def _seen_path(self):
+        return fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+
+    def _write_seen(self, record):
         if fast_os.path.isdir(self.paths.cache_dir):
             from intent_loop.storage.atomic import replace_atomically
 
-            record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
             try:
-                replace_atomically(path, canonical_bytes(record), durable=False)
+                replace_atomically(self._seen_path(), canonical_bytes(record), durable=False)
             except IntentLoopError:
-                pass
+                return
+            self._seen_record = record
+
+    def remember_view(self, text, state):
+        """Record (in the deletable cache) which view this session was shown, and as of which
+        claim-changing event, so a later prompt with nothing new need not even render it."""
+        self._write_seen({"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]})
+
+    def note_unseen(self, items):
+        """A prompt answered locally changed the task: the model has not seen the view since, so
+        the seen record keeps its old view and gains what changed (for the next model prompt)."""
+        record = self._seen()
+        record["unseen"] = (record.get("unseen") if isinstance(record.get("unseen"), list) else []) + items
+        self._write_seen(record)
+
+    def unseen_changes(self):
+        items = self._seen().get("unseen")
+        return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
 
     def _seen(self):
-        path = fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
-        try:
-            with open(path, "rb") as fh:
-                record = loads(fh.read())
-        except (OSError, ValueError):
-            return {}
-        return record if isinstance(record, dict) else {}
+        if self._seen_record is None:
+            try:
+                with open(self._seen_path(), "rb") as fh:
+                    record = loads(fh.read())
+            except (OSError, ValueError):
+                record = {}
+            self._seen_record = record if isinstance(record, dict) else {}
+        return dict(self._seen_record)
 
     def has_seen(self, text):
         return self._seen().get("view_sha256") == sha256_hex(text.encode())
@@ -148,7 +166,7 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     ctx = HookContext(payload, runtime)
     task = ctx.linked_task()
     if not _is_recording(ctx, task):
-        return None
+        return _unseen_notice(ctx) if actor == "user" and ctx.state["tasks"] else None
     task_id = task["task_id"]
 
     def record(deadline):  # after the answer (hook_runtime): nothing in it depends on this event
@@ -169,15 +187,37 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
                params={"source": source, "actor": actor}, plan=plan, deadline=deadline, resume=ctx.verified)
 
     answer = {"after_answer": (ctx.paths, record)}
-    if actor == "agent" or ctx.has_seen_changes_up_to(ctx.state):
+    if actor == "agent" or (ctx.has_seen_changes_up_to(ctx.state) and not ctx.unseen_changes()):
         return answer
     from intent_loop.intent.session_view import session_context  # only when something changed
 
     _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
     if text is not None and not ctx.has_seen(text):
+        answer["context"] = _with_change_note(ctx, text)
         ctx.remember_view(text, ctx.state)
-        answer["context"] = text
     return answer
+
+
+def _unseen_notice(ctx):
+    """A session that stopped recording in a prompt answered locally (`intent: private`, `off`)
+    still owes the model the notice, once."""
+    if not ctx.unseen_changes():
+        return None
+    from intent_loop.intent.session_view import session_context
+
+    _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
+    if text is None or ctx.has_seen(text):
+        return None
+    answer = {"context": _with_change_note(ctx, text)}
+    ctx.remember_view(text, ctx.state)
+    return answer
+
+
+def _with_change_note(ctx, view):
+    from intent_loop.hook.prompt_answer import change_note
+
+    note = change_note(ctx.unseen_changes())
+    return view if note is None else note + "\n" + view
 
 
 def _is_still_recording(ctx, state, task_id):
@@ -191,34 +231,50 @@ def _is_still_recording(ctx, state, task_id):
 
 
 def _run_prompt_commands(payload, runtime, prompt):
+    from intent_loop.hook import prompt_answer
     from intent_loop.intent.prompt_commands import parse_prompt
     from intent_loop.ops import apply_commands
 
-    ctx = HookContext(payload, runtime)
     commands = parse_prompt(prompt)
-    source_ref = _source("user_event", payload.get("turn_id"), prompt)
-    receipt = apply_commands.run_commands(
-        ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
-        request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
-        workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified)
-    # the state the commands produced, from their own transaction; reread only when nothing was
-    # written in this call (all lines rejected, or a retry that returned the stored events)
-    state = receipt.state if receipt.state is not None else read_state(ctx.paths)
+    try:
+        ctx = HookContext(payload, runtime)
+        source_ref = _source("user_event", payload.get("turn_id"), prompt)
+        receipt = apply_commands.run_commands(
+            ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
+            request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
+            workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified)
+        # the state the commands produced, from their own transaction; reread only when nothing was
+        # written in this call (all lines rejected, or a retry that returned the stored events)
+        state = receipt.state if receipt.state is not None else read_state(ctx.paths)
+    except (IntentLoopError, OSError) as exc:  # a failure never blocks: the prompt goes on, the user is told
+        from intent_loop.hook.runtime import log_failure
+
+        log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
+        return {"system_message": prompt_answer.failure_line(exc)}
+    if prompt_answer.is_local_only(prompt, commands):
+        return _local_answer(ctx, state, receipt)
     return _receipt_answer(ctx, state, receipt)
 
 
-def _line_number(text):
-    """Receipt lines start `line N:`; others (a replay note) sort first."""
-    head = text.split(":", 1)[0]
-    return int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0
+def _local_answer(ctx, state, receipt):
+    """Block the prompt with the answer as its reason: the user reads it, no model turn is spent,
+    and the view is NOT marked seen, so the next prompt that reaches the model carries it."""
+    from intent_loop.hook import prompt_answer
+    from intent_loop.intent.claim_verbs import HELP_TEXT
+
+    shown = prompt_answer.show_text(state, ctx.paths, ctx.session) if receipt.show_view else None
+    if receipt.events and not receipt.replayed and receipt.lines:
+        ctx.note_unseen(prompt_answer.change_items(receipt))
+    return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT)}
 
 
 def _receipt_answer(ctx, state, receipt):
+    from intent_loop.hook import prompt_answer
     from intent_loop.ops import apply_commands
 
     parts = []
     if receipt.lines or receipt.rejected:
-        entries = [(_line_number(text), "- " + text) for text in receipt.lines]
+        entries = [(prompt_answer.numbered(text)[0], "- " + text) for text in receipt.lines]
         entries += [(line, f"- line {line}: rejected ({code}): {reason}")
                     for line, _verb, code, reason in receipt.rejected]
         entries.sort(key=lambda entry: entry[0])  # in the order the user typed them
@@ -229,12 +285,15 @@ def _receipt_answer(ctx, state, receipt):
         parts.append(HELP_TEXT)
     _task_id, view = apply_commands.session_context(state, ctx.paths, ctx.session)
     if view is not None and (receipt.events or receipt.show_view or not ctx.has_seen(view)):
-        parts.append(view)
+        parts.append(_with_change_note(ctx, view))
         ctx.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
-    if receipt.rejected:
-        answer["system_message"] = "intent-loop rejected " + "; ".join(
-            f"line {line} ({code}): {reason}" for line, _verb, code, reason in receipt.rejected)
+    items = prompt_answer.receipt_items(receipt)
+    if receipt.show_view or receipt.help:
+        items.append("`intent: show` and `intent: help` alone on a prompt answer here, at no model cost")
+    message = prompt_answer.receipt_line(items)
+    if message is not None:
+        answer["system_message"] = message
     return answer or None
 
 

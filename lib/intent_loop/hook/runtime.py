@@ -66,6 +66,10 @@ def render_answer(event_name, answer):
     message = answer.get("system_message") if answer else None
     if message and event_name == "UserPromptSubmit":
         out["systemMessage"] = message
+    block = answer.get("block_reason") if answer else None
+    if block and event_name == "UserPromptSubmit":  # Codex shows the reason and makes no model request
+        out["decision"] = "block"
+        out["reason"] = block
     if len(out) == 1:
         return FAIL_OPEN
     return dumps(out).encode("utf-8", "replace")
@@ -73,7 +77,7 @@ def render_answer(event_name, answer):
 
 def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline_seconds=DEADLINE_SECONDS,
              detach=False):
-    """Run `handler(payload, context) -> {"context"?, "system_message"?, "after_answer"?}` fail-open;
+    """Run `handler(payload, context) -> {"context"?, "system_message"?, "block_reason"?, "after_answer"?}` fail-open;
     never raises. `after_answer` is (paths, job): work done once the answer is out, in a detached
     child when `detach` (the hook process), else right here (in-process callers and tests)."""
     env = fast_os.environment if env is None else env

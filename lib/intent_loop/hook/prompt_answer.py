@@ -1,0 +1,143 @@
+"""What the user sees for a prompt's `intent:` lines: the receipt line under the prompt, and the
+local answer for a prompt made only of management verbs and rejected lines (docs/hooks.md)."""
+from intent_loop.intent import private_mode
+from intent_loop.intent.views import compact_view
+
+PREFIX = "intent-loop: "
+WIDTH = 160  # issue 15: at most two lines of about 160 characters, the rest as `+N more`
+MAX_ROWS = 2
+LOCAL_HEADER = "intent-loop answered this prompt here; nothing was sent to the model."
+_SEPARATOR = "; "
+
+
+def is_local_only(prompt, commands):
+    """Every non-blank line is an `intent:` line, and each is a management verb or was rejected
+    (one accepted claim verb or one prose line sends the prompt to the model)."""
+    lines = prompt.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    non_blank = sum(1 for line in lines if line.strip())
+    return bool(commands) and non_blank == len(commands) and all(c.kind != "claim" for c in commands)
+
+
+def receipt_items(receipt):
+    """One short text per command line in the order typed, then the Guard contract's news."""
+    entries = [numbered(text) for text in receipt.lines]
+    entries += [(line, f"line {line} rejected ({code}): {reason}") for line, _verb, code, reason in receipt.rejected]
+    entries.sort(key=lambda entry: entry[0])
+    items = [text for _line, text in entries]
+    guard = guard_item(receipt.publication)
+    if guard is not None:
+        items.append(guard)
+    return items
+
+
+def numbered(text):
+    """(line number, text without its `line N: ` head); other texts (a replay note) sort first."""
+    head, _colon, rest = text.partition(": ")
+    if head.startswith("line ") and head[5:].isdigit():
+        return int(head[5:]), rest
+    return 0, text
+
+
+def change_items(receipt):
+    """What a locally answered prompt changed, for the model's next view (rejections changed nothing)."""
+    return [numbered(text)[1] for text in receipt.lines]
+
+
+def guard_item(publication):
+    """`Guard contract vN` when the version changed, or why Guard was not updated; None otherwise."""
+    if not publication:
+        return None
+    action = publication.get("action")
+    if action == "published":
+        return f"Guard contract v{publication.get('version')}"
+    if action == "unchanged":
+        return None
+    if action == "rewritten":  # the same version, its file written again (after `intent: on`, say)
+        return f"Guard contract v{publication.get('version')} rewritten"
+    reason = publication.get("reason") or action
+    if action == "removed":
+        return f"Guard contract withdrawn: {reason}"
+    code = f" ({publication['code']})" if publication.get("code") else ""
+    return f"Guard not updated{code}: {reason}"
+
+
+def receipt_line(items):
+    """The systemMessage: the items packed into at most two lines, the rest as `+N more`."""
+    if not items:
+        return None
+    items = [_clipped(item, WIDTH - len(PREFIX)) for item in items]
+    rows = _rows(items)
+    if len(rows) > MAX_ROWS:
+        rows = rows[: MAX_ROWS - 1]
+        rows.append(_last_row(items[sum(len(row) for row in rows):]))
+    return "\n".join((PREFIX if index == 0 else "") + _SEPARATOR.join(row) for index, row in enumerate(rows))
+
+
+def _rows(items):
+    rows, row, used = [], [], len(PREFIX)
+    for item in items:
+        cost = len(item) + (len(_SEPARATOR) if row else 0)
+        if row and used + cost > WIDTH:
+            rows.append(row)
+            row, used, cost = [], 0, len(item)
+        row.append(item)
+        used += cost
+    rows.append(row)
+    return rows
+
+
+def _last_row(items):
+    """As many items as fit before `+N more: intent: show` (at least the marker)."""
+    row = []
+    for index, item in enumerate(items):
+        marker = f"+{len(items) - index - 1} more: intent: show"
+        if len(_SEPARATOR.join([*row, item, marker])) > WIDTH:
+            break
+        row.append(item)
+    return [*row, f"+{len(items) - len(row)} more: intent: show"]
+
+
+def _clipped(text, width):
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def failure_line(exc):
+    """What the user sees when the commands could not run: the code (docs/errors.md says what to
+    do; the message may name a pid or a path, so it stays in the log), and that the prompt went on."""
+    code = getattr(exc, "code", None) or type(exc).__name__
+    return f"{PREFIX}could not finish the `intent:` lines ({code}); the prompt went to the model as typed; " \
+           "see `intent-loop doctor`"
+
+
+def show_text(state, paths, session_hash):
+    """What `intent: show` answers locally: the compact view `intent-loop show` prints."""
+    task_id = state["sessions"].get(session_hash)
+    task = state["tasks"].get(task_id)
+    if private_mode.read_control(paths, session_hash) is not None or (task is not None and task["mode"] == "private"):
+        return "this session is private: nothing is recorded or shown; `intent: on` ends private mode"
+    if task is None:
+        return "this session has no task yet; `intent: goal <text>` starts one"
+    if task["mode"] == "off":
+        return f"task {task_id[:8]} is off; `intent: on` re-enables it"
+    return compact_view(state, task_id)
+
+
+def local_answer(receipt, *, shown, help_text):
+    """The `reason` of the block: the receipt, then the view and the verbs when asked for."""
+    parts = [LOCAL_HEADER]
+    items = receipt_items(receipt)
+    if items:
+        parts.append("\n".join("- " + item for item in items))
+    if receipt.show_view:
+        parts.append(shown)
+    if receipt.help:
+        parts.append(help_text)
+    return "\n\n".join(parts)
+
+
+def change_note(items):
+    """The one line the model gets with the refreshed view after prompts answered locally."""
+    if not items:
+        return None
+    return _clipped("intent-loop: the user changed the recorded intent in prompts answered without you: "
+                    + _SEPARATOR.join(items) + ". The view below is current.", 2 * WIDTH)
