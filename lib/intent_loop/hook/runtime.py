@@ -4,10 +4,9 @@ Whatever happens (bad input, a corrupt ledger, a held lock, a full disk, SIGTERM
 Codex gets exactly `{"continue":true}` and exit status 0. This module is the only place
 that decides what a hook process prints.
 """
+import _signal  # the C module: `import signal` builds enums and costs ~7 ms
 import sys
 import time
-
-import _signal  # the C module: `import signal` builds enums and costs ~7 ms
 
 from intent_loop.storage import fast_os
 from intent_loop.storage.canonical import dumps, loads
@@ -180,7 +179,8 @@ def log_failure(env, event_name, where, exc):
             fast_os.replace(path, path + ".1")
         code = exc.code if isinstance(exc, IntentLoopError) else type(exc).__name__
         record = {"at": int(time.time()), "event": event_name, "where": where, "code": code}
-        fd = fast_os.open(path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
+        fd = fast_os.open(path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND
+                                | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
         try:
             fast_os.write(fd, dumps(record).encode() + b"\n")
         finally:
