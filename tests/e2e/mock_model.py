@@ -84,6 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         number = self._record(self._read_body())
         if self.path.split("?", 1)[0].rstrip("/").endswith("/responses"):
+            self.server.gate.wait(timeout=120)  # a test holds the turn open (steering) by clearing it
             self._send(200, "text/event-stream", turn_stream(number, self.server.assistant_text))
         else:
             self._send(404, "application/json", b'{"error":{"message":"mock: not found"}}')
@@ -110,6 +111,8 @@ class MockModelServer:
         self.thread = None
         self._ready = threading.Event()
         self._error = None
+        self.gate = threading.Event()  # set: answer at once; clear it to hold every answer back
+        self.gate.set()
 
     @property
     def port(self):
@@ -139,6 +142,7 @@ class MockModelServer:
             httpd.requests = []
             httpd.lock = threading.Lock()
             httpd.assistant_text = self.assistant_text
+            httpd.gate = self.gate
             self.httpd = httpd
         except BaseException as exc:  # reported by start()
             self._error = exc
@@ -157,6 +161,7 @@ class MockModelServer:
         return self
 
     def stop(self):
+        self.gate.set()  # a held answer must not outlive the server
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()
