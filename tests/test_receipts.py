@@ -1,0 +1,117 @@
+"""Issue 15 through the built hook binaries: the user's receipt line, local answers for prompts
+made only of management verbs, the view a local answer leaves unseen, and failures that never block."""
+import os
+import subprocess
+
+import test_hooks
+from test_hooks import DIST, _hold_project_lock, hook, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
+
+env = test_hooks.env  # the fixtures, by the names the tests ask for
+ws = test_hooks.ws
+CLI = os.path.join(DIST, "intent-loop")
+
+
+def _context(answer):
+    return answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+
+
+def _cli_show(env, ws):
+    proc = subprocess.run([CLI, "show"], cwd=ws, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.rstrip("\n")
+
+
+def _claim_ids(env, ws):
+    return [line.split("[", 1)[1][:8] for line in _cli_show(env, ws).splitlines() if line.startswith("- [")]
+
+
+def test_receipt_line_names_verbs_ids_rejections_and_the_contract_version(env, ws):
+    prompt = "please\nintent: goal ship the thing\nintent: goals typo\nintent: must keep tests green"
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, prompt), env)
+    message = answer["systemMessage"]
+    ids = _claim_ids(env, ws)
+    assert message.startswith(f"intent-loop: recorded goal [{ids[0]}]")
+    assert f"recorded must [{ids[1]}]" in message
+    assert "line 3 rejected (UNKNOWN_VERB)" in message and "did you mean `goal`" in message
+    assert message.endswith("Guard contract v1")
+    assert all(len(line) <= 160 for line in message.splitlines()) and len(message.splitlines()) <= 2
+    assert "intent-loop receipt" in _context(answer)  # the model keeps its receipt and view
+    assert "decision" not in answer
+
+
+def test_receipt_line_keeps_two_lines_and_counts_the_rest(env, ws):
+    prompt = "go\n" + "\n".join(f"intent: must keep rule number {n} intact" for n in range(30))
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, prompt), env)
+    lines = answer["systemMessage"].splitlines()
+    assert len(lines) == 2 and all(len(line) <= 160 for line in lines)
+    assert lines[1].endswith(" more: intent: show") and "; +" in lines[1]
+
+
+def test_receipt_says_why_guard_was_not_updated(env, ws):
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: must keep tests green"), env)
+    assert "Guard not updated: task " in answer["systemMessage"] and "no goal yet" in answer["systemMessage"]
+
+
+def test_prompt_without_commands_stays_silent(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
+    out, _answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "just prose", turn="t-2"), env)
+    assert out == b'{"continue":true}'
+
+
+def test_show_alone_is_answered_locally_with_the_cli_view(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it\nintent: must keep tests green"), env)
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-2"), env)
+    assert set(answer) == {"continue", "decision", "reason"} and answer["decision"] == "block"
+    assert answer["reason"].endswith(_cli_show(env, ws))
+
+
+def test_help_and_rejections_alone_are_answered_locally(env, ws):
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: help\n\nintent: gaol x"), env)
+    assert answer["decision"] == "block"
+    assert "drop <id>" in answer["reason"] and "line 3 rejected (UNKNOWN_VERB)" in answer["reason"]
+
+
+def test_a_claim_or_prose_sends_the_prompt_to_the_model(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
+    for turn, prompt in (("t-2", "intent: show\nwhat next?"), ("t-3", "intent: show\nintent: must stay small")):
+        _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, prompt, turn=turn), env)
+        assert "decision" not in answer and "ship it" in _context(answer)
+
+
+def test_subagent_prompt_is_never_answered_locally(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
+    payload = prompt_payload(ws, "intent: show", turn="t-2", agent_id="019a-agent", agent_type="worker")
+    _out, answer, _t = hook("UserPromptSubmit", payload, env)
+    assert "decision" not in answer
+
+
+def test_local_drop_leaves_the_view_unseen_for_the_next_model_prompt(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it\nintent: must keep tests green"), env)
+    dropped = _claim_ids(env, ws)[1]
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, f"intent: drop {dropped}", turn="t-2"), env)
+    assert answer["decision"] == "block" and f"dropped [{dropped}]" in answer["reason"]
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn="t-3"), env)
+    context = _context(answer)
+    first, view = context.split("\n", 1)
+    assert "answered without you" in first and f"dropped [{dropped}]" in first
+    assert "ship it" in view and dropped not in view
+    out, _answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "and again", turn="t-4"), env)
+    assert out == b'{"continue":true}'  # shown once, then seen
+
+
+def test_local_off_still_tells_the_model_once(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: off", turn="t-2"), env)
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn="t-3"), env)
+    assert "intent-loop is off" in _context(answer)
+
+
+def test_management_prompt_that_fails_mid_way_lets_the_prompt_through(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
+    holder = _hold_project_lock(env, ws, seconds=4)
+    try:
+        _out, answer, elapsed = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-lock"), env)
+    finally:
+        holder.communicate(timeout=20)
+    assert set(answer) == {"continue", "systemMessage"} and "(LOCK_TIMEOUT)" in answer["systemMessage"]
+    assert elapsed < 5
