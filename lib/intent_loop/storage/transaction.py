@@ -7,7 +7,7 @@ release. Sealing, verification and the lock-free read path are in `ledger`.
 import time
 
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import checkpoint, fast_os, quarantine
+from intent_loop.storage import checkpoint, fast_os
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import canonical_bytes, sha256_hex
 from intent_loop.storage.ledger import empty_verified, fold_lines, open_ledger, read_range, verify_from_checkpoint
@@ -101,6 +101,8 @@ class Transaction:
             "offset": self.verified.size,
             "detected_at": format_utc(self._now()),
         }
+        from intent_loop.storage import quarantine  # rare: every module is a slice of a hook's start
+
         name = quarantine.torn_tail_name(self._now())
         replace_atomically(fast_os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
         replace_atomically(self.paths.ledger, b"", prefix=(self.fd, self.verified.size))
