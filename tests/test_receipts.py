@@ -3,6 +3,7 @@ made only of management verbs, the view a local answer leaves unseen, and failur
 import os
 import subprocess
 
+import pytest
 import test_hooks
 from test_hooks import DIST, _hold_project_lock, hook, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
 
@@ -115,3 +116,49 @@ def test_management_prompt_that_fails_mid_way_lets_the_prompt_through(env, ws):
         holder.communicate(timeout=20)
     assert set(answer) == {"continue", "systemMessage"} and "(LOCK_TIMEOUT)" in answer["systemMessage"]
     assert elapsed < 5
+
+
+def _rollout(tmp_path, turn, *, user_message_in_turn):
+    """A Codex 0.169.0 session log as the real TUI writes it (see the steering e2e test): the
+    session's preamble user message, then the turn's start, then its user message once accepted."""
+    import json
+
+    def line(kind, payload):
+        return json.dumps({"timestamp": "2026-12-01T12:07:59.306Z", "type": kind, "payload": payload})
+
+    rows = [line("session_meta", {"id": "s"}),
+            line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text",
+                                                                                  "text": "<environment_context>"}]}),
+            line("event_msg", {"type": "task_started", "turn_id": turn}),
+            line("turn_context", {"turn_id": turn, "cwd": "/w"})]
+    if user_message_in_turn:
+        rows.append(line("response_item", {"type": "message", "role": "user",
+                                           "content": [{"type": "input_text", "text": "the turn's first prompt"}]}))
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_a_local_command_typed_while_its_turn_runs_goes_on_with_the_receipt_only(env, ws, tmp_path):
+    """Steering: a block would end the running turn in Codex 0.169.0, so no block here."""
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
+    log = _rollout(tmp_path, "t-2", user_message_in_turn=True)
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-2", transcript_path=log),
+                            env)
+    assert "decision" not in answer and "reason" not in answer
+    assert "typed while a turn ran" in answer["systemMessage"]
+
+
+@pytest.mark.parametrize("log", ["first_prompt", "missing", "garbage"])
+def test_a_turns_first_prompt_is_still_answered_locally(env, ws, tmp_path, log):
+    """The turn's own start with no user message yet, an absent log or one we cannot read."""
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
+    if log == "first_prompt":
+        path = _rollout(tmp_path, "t-2", user_message_in_turn=False)
+    else:
+        path = str(tmp_path / f"{log}.jsonl")
+        if log == "garbage":
+            (tmp_path / "garbage.jsonl").write_bytes(b'\xff{"not json t-2 "user" "message"\n' * 3)
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-2", transcript_path=path),
+                            env)
+    assert answer["decision"] == "block"

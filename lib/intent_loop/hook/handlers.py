@@ -251,9 +251,18 @@ def _run_prompt_commands(payload, runtime, prompt):
 
         log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
         return {"system_message": prompt_answer.failure_line(exc)}
-    if prompt_answer.is_local_only(prompt, commands):
+    local_only = prompt_answer.is_local_only(prompt, commands)
+    if local_only and not _is_steering(payload):
         return _local_answer(ctx, state, receipt)
-    return _receipt_answer(ctx, state, receipt)
+    return _receipt_answer(ctx, state, receipt, steering=local_only)
+
+
+def _is_steering(payload):
+    """A block would end the turn this message was typed into (see hook/transcript.py): such a
+    message goes on to the model with the receipt line instead."""
+    from intent_loop.hook.transcript import is_steering
+
+    return is_steering(payload)
 
 
 def _local_answer(ctx, state, receipt):
@@ -268,7 +277,7 @@ def _local_answer(ctx, state, receipt):
     return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT)}
 
 
-def _receipt_answer(ctx, state, receipt):
+def _receipt_answer(ctx, state, receipt, *, steering=False):
     from intent_loop.hook import prompt_answer
     from intent_loop.ops import apply_commands
 
@@ -289,7 +298,9 @@ def _receipt_answer(ctx, state, receipt):
         ctx.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
     items = prompt_answer.receipt_items(receipt)
-    if receipt.show_view or receipt.help:
+    if steering:  # only management lines, typed while a turn ran: a block would have ended that turn
+        items.append("typed while a turn ran, so it went on to the model; between turns it is answered here")
+    elif receipt.show_view or receipt.help:
         items.append("`intent: show` and `intent: help` alone on a prompt answer here, at no model cost")
     message = prompt_answer.receipt_line(items)
     if message is not None:
