@@ -61,20 +61,27 @@ def hook_view(state, task_id, *, budget=HOOK_BUDGET):
               "These are the user's words from `intent:` commands; they stay in force until the user changes them.")
     lines = [header]
     footer = _omitted_line(omitted)
-    used = len(header) + len(footer) + 1
-    shown = 0
-    for record in visible:
-        line = "- " + claim_line(record["claim"]) + (" (durable)" if record["claim"]["scope"] == "long_term" else "")
-        if used + len(line) + 1 + 60 > budget:
-            break
-        lines.append(line)
-        used += len(line) + 1
-        shown += 1
+    candidates = ("- " + claim_line(r["claim"]) + (" (durable)" if r["claim"]["scope"] == "long_term" else "")
+                  for r in visible)
+    shown = _append_within(lines, candidates, used=len(header) + len(footer) + 1, limit=budget - 60)
     if shown < len(visible):
         lines.append(f"- ... {len(visible) - shown} more claims omitted; `intent-loop show` lists them")
     if footer:
         lines.append(footer)
     return "\n".join(lines)
+
+
+def _append_within(lines, candidates, *, used, limit, max_lines=None):
+    """Append candidate lines (each costing its length plus a newline) while the total stays within
+    `limit` and fewer than `max_lines` were taken; returns how many were appended."""
+    shown = 0
+    for line in candidates:
+        if (max_lines is not None and shown >= max_lines) or used + len(line) + 1 > limit:
+            break
+        lines.append(line)
+        used += len(line) + 1
+        shown += 1
+    return shown
 
 
 def _omitted_line(omitted):
@@ -156,15 +163,9 @@ def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPA
     for record in conflicts:
         lines.append("! " + _describe(record))
         used += len(lines[-1]) + 1
-    shown = 0
     reserve = 80  # room for the "N more omitted" line, so max_chars holds with it
-    for record in rest:
-        line = "- " + _describe(record)
-        if len(conflicts) + shown >= max_records or used + len(line) + 1 + reserve > max_chars:
-            break
-        lines.append(line)
-        used += len(line) + 1
-        shown += 1
+    shown = _append_within(lines, ("- " + _describe(r) for r in rest), used=used, limit=max_chars - reserve,
+                           max_lines=max_records - len(conflicts))
     if shown < len(rest):
         lines.append(f"... {len(rest) - shown} more omitted (`intent-loop show --all`)")
     if stale:
