@@ -149,7 +149,7 @@ def test_a_local_command_typed_while_its_turn_runs_goes_on_with_the_receipt_only
     assert "typed while a turn ran" in answer["systemMessage"]
 
 
-@pytest.mark.parametrize("log", ["first_prompt", "missing", "garbage"])
+@pytest.mark.parametrize("log", ["first_prompt", "missing", "garbage", "fifo", "directory"])
 def test_a_turns_first_prompt_is_still_answered_locally(env, ws, tmp_path, log):
     """The turn's own start with no user message yet, an absent log or one we cannot read."""
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
@@ -159,6 +159,10 @@ def test_a_turns_first_prompt_is_still_answered_locally(env, ws, tmp_path, log):
         path = str(tmp_path / f"{log}.jsonl")
         if log == "garbage":
             (tmp_path / "garbage.jsonl").write_bytes(b'\xff{"not json t-2 "user" "message"\n' * 3)
+        elif log == "fifo":  # nobody ever writes it: opening it must not wait for a writer
+            os.mkfifo(path)
+        elif log == "directory":
+            os.mkdir(path)
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-2", transcript_path=path),
                             env)
     assert answer["decision"] == "block"

@@ -35,9 +35,14 @@ def is_steering(payload):
 
 
 def _tail(path):
-    fd = fast_os.open(path, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
+    """The log's last TAIL_BYTES. O_NONBLOCK: a FIFO or device named as the log must not hold the
+    hook until its deadline (only a regular file is read)."""
+    fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NONBLOCK | getattr(fast_os, "O_NOFOLLOW", 0))
     try:
-        size = fast_os.fstat(fd).st_size
+        st = fast_os.fstat(fd)
+        if not fast_os.S_ISREG(st.st_mode):
+            return b""
+        size = st.st_size
         start = max(0, size - TAIL_BYTES)
         return fast_os.pread(fd, size - start, start)
     finally:

@@ -10,13 +10,14 @@ Windows port replaces this module with the real `os`.
 """
 import posix
 import sys
-from _stat import S_ISDIR, S_ISLNK
+from _stat import S_ISDIR, S_ISLNK, S_ISREG  # noqa: F401 - S_ISREG re-exported
 from posix import (  # noqa: F401 - re-exported for `fast_os.<name>` call sites
     O_APPEND,
     O_CREAT,
     O_DIRECTORY,
     O_EXCL,
     O_NOFOLLOW,
+    O_NONBLOCK,
     O_RDONLY,
     O_RDWR,
     O_WRONLY,
