@@ -281,3 +281,15 @@ def test_import_into_off_task_is_refused(cli, project):
     assert out["error"]["code"] == ErrorCode.TASK_OFF and _ledger(project) == before
     out = cli.json("export", "--task", task_id, "-o", "h.json", expect=1)
     assert out["error"]["code"] == ErrorCode.TASK_OFF
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_import_of_something_not_a_file_is_refused_at_once(cli, project, kind):
+    """A FIFO nobody writes to used to hang `import` until it was killed."""
+    path = os.path.join(cli.workspace, "graph.json")
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.mkdir(path)
+    out = cli.json("import", "graph.json", expect=2)
+    assert out["error"]["code"] == ErrorCode.INVALID_ARGUMENT

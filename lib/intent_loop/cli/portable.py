@@ -1,5 +1,6 @@
 """Portable graphs and verified deletion: export, import, delete task|claim."""
 import os
+import stat
 import sys
 
 from intent_loop.cli.common import (
@@ -86,8 +87,11 @@ def _read_graph(console, name):
         data = sys.stdin.buffer.read(graph_format.MAX_BYTES + 1)
     else:
         path = os.path.join(console.cwd, name)
-        try:
-            with open(path, "rb") as fh:
+        try:  # O_NONBLOCK: a FIFO named here must not hang the command (only a regular file is read)
+            with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{name} is not a regular file; "
+                                          "import reads a file that `intent-loop export` wrote")
                 data = fh.read(graph_format.MAX_BYTES + 1)
         except OSError as exc:
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"cannot read {name}: {exc.strerror}") from exc
