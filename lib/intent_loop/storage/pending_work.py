@@ -51,8 +51,9 @@ _requested = {}
 
 
 def request_maintenance(paths, name, job):
-    """Ask for `job(deadline)` to run after the answer (once per project and name per process)."""
-    _requested.setdefault((paths.dir, name), (paths, job))
+    """Ask for `job(deadline)` to run after the answer, once per project and name per process: a
+    later request replaces an earlier one (it was made with the newer state)."""
+    _requested[(paths.dir, name)] = (paths, job)
 
 
 def peek_maintenance():

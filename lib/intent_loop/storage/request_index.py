@@ -272,17 +272,18 @@ def record(tx, request_id, offset, last_hash):
 
 
 def _ask_for_rebuild(tx):
-    """Have the table rebuilt once the answer is out, for the verified prefix as it is now."""
+    """Have the table rebuilt once the answer is out, for the verified prefix as the transaction
+    leaves it (read when the job runs, so it includes what this mutation appended)."""
     from intent_loop.storage import pending_work
 
-    v = tx.verified
-    size, start, last_hash = v.size, v.last_line_start, v.last_hash
     paths = tx.paths
 
     def rebuild_job(deadline):
         from intent_loop.storage import checkpoint
         from intent_loop.storage.ledger import open_ledger, read_range
 
+        v = tx.verified
+        size, start, last_hash = v.size, v.last_line_start, v.last_hash
         fd, st = open_ledger(paths)
         if fd is None:
             return
