@@ -10,7 +10,7 @@ from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
-from intent_loop.storage.canonical import loads
+from intent_loop.storage import failure_log
 from intent_loop.storage.data_root import ROOT_SUFFIX
 from intent_loop.storage.ledger import verify_all
 from intent_loop.storage.paths import ProjectPaths
@@ -115,28 +115,33 @@ def _quarantine(project_dir):
 RECENT_FAILURES = 24 * 3600  # older failures are history, not a problem to act on now
 
 
-def _hook_failures_check(log_path, *, now):
-    """Fails on hook failures of the last 24 hours only; names their codes and steps (content-free)."""
-    total, recent = 0, {}
-    try:
-        with open(log_path, "rb") as fh:
-            for line in fh:
-                total += 1
-                try:
-                    record = loads(line)
-                    at = float(record["at"])
-                    key = f"{record.get('code')} at {record.get('event')}/{record.get('where')}"
-                except (ValueError, KeyError, TypeError):
-                    continue
-                if now - at <= RECENT_FAILURES:
-                    recent[key] = recent.get(key, 0) + 1
-    except OSError:
-        pass
+def _hook_failures_check(root, *, now):
+    """Fails on hook failures of the last 24 hours only; names their codes and steps (content-free).
+
+    Also fails when a hook touched the unlogged marker in that time: a failure it could not write
+    to the log (a full disk), which would otherwise read as "0 failures"."""
+    summary = failure_log.read(root)
+    recent = {}
+    for record in summary.records:
+        try:
+            at = float(record["at"])
+            key = f"{record.get('code')} at {record.get('event')}/{record.get('where')}"
+        except (ValueError, KeyError, TypeError):
+            continue
+        if now - at <= RECENT_FAILURES:
+            recent[key] = recent.get(key, 0) + 1
     count = sum(recent.values())
-    detail = f"{count} in the last 24 h ({total} logged in all)"
+    detail = f"{count} in the last 24 h ({len(summary.records)} logged in all)"
     if recent:
         detail += ": " + ", ".join(f"{n}x {key}" for key, n in sorted(recent.items(), key=lambda kv: -kv[1]))
-    return _check("hook_failures", count == 0, detail, f"read {log_path} (content-free); "
+    unlogged = summary.unlogged_at is not None and now - summary.unlogged_at <= RECENT_FAILURES
+    if unlogged:
+        detail += "; a hook failure could not be logged (last at " + time.strftime(
+            "%Y-%m-%d %H:%M UTC", time.gmtime(summary.unlogged_at)) + "; is the disk full?)"
+    if summary.unreadable:
+        detail += f"; the log is not a regular file of ours ({summary.unreadable}): remove it"
+    return _check("hook_failures", count == 0 and not unlogged and not summary.unreadable, detail,
+                  f"read {failure_log.log_path(root)} (content-free); "
                   "a failed hook answered continue:true, so Codex went on without intent-loop there")
 
 
@@ -179,7 +184,7 @@ def cmd_doctor(args, console):
                              "no lock directories left" if not residue else "left: " + ", ".join(residue),
                              "if no intent-loop process runs, the next mutation cleans it; otherwise wait"))
         checks.append(_check("quarantine", True, f"{q_count} files, {q_bytes} bytes"))
-        checks.append(_hook_failures_check(os.path.join(root, "logs", "hook-failures.jsonl"), now=time.time()))
+        checks.append(_hook_failures_check(root, now=time.time()))
         try:
             paths = current_project(console)
             fstate = provider.read_file_state(provider.provider_path(paths.root, console.env), load_state(paths))

@@ -22,6 +22,7 @@ import time
 
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import fast_os, platform
+from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.atomic import write_all
 from intent_loop.storage.canonical import dumps, loads
 
@@ -134,9 +135,9 @@ class ProjectLock:
         if not fast_os.path.isdir(self.lock_dir) or fast_os.path.islink(self.lock_dir):
             raise IntentLoopError(ErrorCode.UNSAFE_PATH, f"{self.lock_dir} is not a lock directory; remove it by hand")
         owner_path = fast_os.path.join(self.lock_dir, OWNER_FILE)
-        try:
-            fd = fast_os.open(owner_path, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
-        except OSError:
+        try:  # a FIFO, link or directory there is no owner of ours: owner-less, reclaimed after the grace
+            fd, _st = paths_mod.open_regular(owner_path)
+        except (OSError, IntentLoopError):
             return {"dead": time.time() - st.st_mtime > OWNERLESS_GRACE, "ownerless": True, "ino": st.st_ino}
         try:
             held = platform.is_kernel_lock_held(fd)
@@ -263,7 +264,7 @@ def _is_being_prepared(path):
         fast_os.close(fd)
 
 
-def remove_lock_tree(path, *, attempts=3):
+def remove_lock_tree(path, *, attempts=3, depth=0):
     """Remove a lock directory (flat: it only ever holds owner.json) with bounded retries."""
     for _ in range(attempts):
         try:
@@ -271,7 +272,13 @@ def remove_lock_tree(path, *, attempts=3):
                 fast_os.unlink(path)
                 return
             for name in fast_os.listdir(path):
-                fast_os.unlink(fast_os.path.join(path, name))
+                entry = fast_os.path.join(path, name)
+                if fast_os.path.isdir(entry) and not fast_os.path.islink(entry):
+                    if depth >= 4:  # a planted tree this deep is left for a person; the rmdir below fails
+                        continue
+                    remove_lock_tree(entry, attempts=1, depth=depth + 1)  # a directory planted as owner.json
+                else:
+                    fast_os.unlink(entry)
             fast_os.rmdir(path)
             return
         except FileNotFoundError:
