@@ -187,11 +187,17 @@ def cmd_doctor(args, console):
         checks.append(_hook_failures_check(root, now=time.time()))
         try:
             paths = current_project(console)
-            fstate = provider.read_file_state(provider.provider_path(paths.root, console.env), load_state(paths))
-            ok = fstate["kind"] != "ours" or not fstate.get("errors")
-            checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
-                                                                          fstate["kind"] == "ours" else ""),
-                                 "run `intent-loop contract publish`"))
+            guard_path = provider.provider_path(paths.root, console.env)
+            outside = provider.outside_reason(guard_path, paths.root)
+            if outside:
+                checks.append(_check("guard_file", False, f"PROVIDER_PATH_OUTSIDE: {outside}",
+                                     "point EFG_CONTRACT_PATH inside the project, or unset it"))
+            else:
+                fstate = provider.read_file_state(guard_path, load_state(paths))
+                ok = fstate["kind"] != "ours" or not fstate.get("errors")
+                checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
+                                                                              fstate["kind"] == "ours" else ""),
+                                     "run `intent-loop contract publish`"))
         except IntentLoopError as exc:
             checks.append(_check("guard_file", False, exc.code, "run `intent-loop verify` and `intent-loop recover`"))
     ok = all(c["ok"] for c in checks)

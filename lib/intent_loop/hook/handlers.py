@@ -352,7 +352,7 @@ def stop(payload, runtime):
 
         def after_commit(tx, mutation):
             if mutation.detail is not None:
-                apply_commands.apply_quietly(mutation.detail)
+                apply_commands.apply_quietly(mutation.detail, env=ctx.env)
 
         mutation = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
                           params={"source": source}, plan=plan, deadline=deadline,
