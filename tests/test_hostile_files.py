@@ -126,3 +126,22 @@ def test_a_damaged_ledger_line_is_its_ledger_code_not_a_system_error(env, ws):
     with open(os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"), "rb") as fh:
         codes = {json.loads(line)["code"] for line in fh}
     assert "SystemError" not in codes and "LEDGER_MALFORMED" in codes
+
+
+def test_a_file_at_the_runtime_directory_is_moved_aside_and_reported(env, ws):
+    """A regular file where <data root>/runtime/<build id> belongs once made every binary fail for
+    good; the launcher moves it aside, extracts again, and doctor names what it moved."""
+    _linked(env, ws)
+    runtime = os.path.join(env["INTENT_LOOP_DATA_DIR"], "runtime")
+    for name in os.listdir(runtime):
+        path = os.path.join(runtime, name)
+        if os.path.isdir(path) and len(name) == 64:
+            subprocess.run(["rm", "-rf", path], check=True)
+            with open(path, "wb") as fh:
+                fh.write(b"not a runtime")
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-6"), env)
+    assert "recorded" in answer["systemMessage"]
+    proc, _t = _cli(env, ws, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["runtime"]["ok"] is False and "RUNTIME_BROKEN" in checks["runtime"]["detail"]
+    assert ".broken-" in checks["runtime"]["detail"]

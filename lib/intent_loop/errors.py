@@ -61,6 +61,7 @@ class ErrorCode:
     PROVIDER_WRITE_FAILED = "PROVIDER_WRITE_FAILED"
     # installation and the command line
     HOOKS_CONFIG_INVALID = "HOOKS_CONFIG_INVALID"
+    RUNTIME_BROKEN = "RUNTIME_BROKEN"
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     # a bug of intent-loop itself: only the CLI's main raises it, from an unexpected exception
     INTERNAL_ERROR = "INTERNAL_ERROR"

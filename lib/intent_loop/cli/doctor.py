@@ -5,7 +5,7 @@ import time
 
 from intent_loop.cli.common import current_project, data_root, load_state
 from intent_loop.cli.old_runtimes import old_runtimes
-from intent_loop.errors import IntentLoopError
+from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
@@ -145,6 +145,25 @@ def _hook_failures_check(root, *, now):
                   "a failed hook answered continue:true, so Codex went on without intent-loop there")
 
 
+def _runtime_check(root):
+    """The extracted runtimes' directory: a link or file there, or one the launcher moved aside
+    (`<name>.broken-<hex>`: something not a directory stood where a runtime belongs)."""
+    runtime = os.path.join(root, "runtime")
+    moved = []
+    for directory in (root, runtime):
+        try:
+            moved += [os.path.join(directory, n) for n in os.listdir(directory) if ".broken-" in n]
+        except OSError:
+            pass
+    if os.path.islink(runtime) or (os.path.lexists(runtime) and not os.path.isdir(runtime)):
+        return _check("runtime", False, f"{ErrorCode.RUNTIME_BROKEN}: {runtime} is not a directory",
+                      "remove it; the next run extracts the runtime again")
+    if moved:
+        return _check("runtime", False, f"{ErrorCode.RUNTIME_BROKEN}: moved aside by the launcher: " + ", ".join(moved),
+                      "look at them, then remove them (the runtime was extracted again)")
+    return _check("runtime", True, f"{runtime} is a real directory" if os.path.isdir(runtime) else "not extracted yet")
+
+
 def cmd_doctor(args, console):
     checks = []
     try:
@@ -161,6 +180,8 @@ def cmd_doctor(args, console):
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
     checks.append(_hooks_check(console.env))
     checks.append(_interpreter_check())
+    if root is not None:
+        checks.append(_runtime_check(root))
     old = old_runtimes(console)
     checks.append(_check("old_runtimes", not old, describe_runtimes(old) if old else "none left by earlier builds",
                          "run `intent-loop install --apply`, which removes them"))

@@ -51,6 +51,8 @@ def read_steps(path):
             step = json.loads(line)
         except ValueError as exc:
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{path} line {number}: not JSON ({exc})") from exc
+        except RecursionError:
+            raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{path} line {number}: nested too deeply") from None
         if not isinstance(step, dict) or step.get("event") not in BINARY_FOR_EVENT or \
                 ("payload" not in step and not isinstance(step.get("stdin"), str)):
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
@@ -105,7 +107,7 @@ class ReplaySession:
         answer, ok = None, code == 0
         try:
             answer = json.loads(out.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             ok = False
         if not isinstance(answer, dict):
             ok = False
