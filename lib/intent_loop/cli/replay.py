@@ -119,8 +119,8 @@ class ReplaySession:
         return step
 
     def _lock_held(self):
-        """The project lock, held by replay for one step (a hook waits at most 2 s, well inside
-        the lock's 30 s of silence before waiters give up on a holder)."""
+        """The project lock, held by replay for one step: replay's lock keeps heartbeating (a CLI
+        budget), so the hook waits to its own 2 s deadline and answers LOCK_TIMEOUT."""
         from intent_loop.storage.lock import ProjectLock
         from intent_loop.storage.paths import ensure_project_layout
 
