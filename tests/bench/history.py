@@ -298,12 +298,12 @@ def build(data_root, workspace, events, *, session=None, verify=True, warm_cache
     return paths
 
 
-def warm(paths):
+def warm(paths, reducer=REDUCER):
     """Leave the cache as hooks leave it: a checkpoint at the end, a complete request index."""
-    ledger.load_verified(paths, REDUCER)
+    ledger.load_verified(paths, reducer)
     from intent_loop.storage import transaction
 
-    with transaction.Transaction(paths, REDUCER, deadline=time.monotonic() + 120) as tx:
+    with transaction.Transaction(paths, reducer, deadline=time.monotonic() + 120) as tx:
         if hasattr(tx, "find_request"):
             tx.find_request("bench-index-warmup")
 
