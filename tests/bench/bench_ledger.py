@@ -12,7 +12,9 @@ after round) because this shared VM drifts by about +-30%: quote the ratios, not
 milliseconds. Before every measured append the project is restored to the pristine N-event
 copy (ledger and cache), so each sample appends to exactly N events. Next to each time: the
 bytes the append wrote to storage (`ru_oublock` x 512: the fresh process's from `wait4`, the
-in-process one's from `getrusage` around the call) and the fresh process's peak RSS.
+in-process one's from `getrusage` around the call), the fresh process's peak RSS, and the
+request index's share: the in-process time of the exact-retry lookup (`find_request` of a new
+id under the lock) every mutation makes, against the in-process append.
 
 With `--reducer project` (the default) every ledger is a synthetic history from
 `tests/bench/history.py` (at 100,000 events: 300 tasks, 3,000 claims, 2,000 linked sessions)
@@ -225,6 +227,18 @@ class Samples:
         self.fresh_rss = {s: [] for s in sizes}
         self.inproc = {s: [] for s in sizes}
         self.inproc_written = {s: [] for s in sizes}
+        self.lookup = {s: [] for s in sizes}
+
+
+def index_lookup(book, request_id):
+    """Seconds of the exact-retry lookup every mutation makes before it plans (`find_request` of
+    an id never used, inside the lock, as mutate calls it): the request index's share."""
+    with transaction.Transaction(book.paths, book.reducer, deadline=time.monotonic() + 30) as tx:
+        started = time.perf_counter()
+        found = tx.find_request(request_id)
+        spent = time.perf_counter() - started
+    assert not found
+    return spent
 
 
 def measure_appends(ledgers, rounds, work, script, payload_mod, kind, run_no):
@@ -253,6 +267,7 @@ def measure_appends(ledgers, rounds, work, script, payload_mod, kind, run_no):
             in_process = time.perf_counter() - started
             written = (resource.getrusage(resource.RUSAGE_SELF).ru_oublock - before) * 512
             assert len(mutation.events) == 1 and not mutation.replayed
+            lookup = index_lookup(book, f"absent-{run_no}-{counter}")
             if keep:
                 samples.floor.append(base)
                 samples.fresh[size].append(fresh.elapsed)
@@ -260,6 +275,7 @@ def measure_appends(ledgers, rounds, work, script, payload_mod, kind, run_no):
                 samples.fresh_rss[size].append(fresh.rss)
                 samples.inproc[size].append(in_process)
                 samples.inproc_written[size].append(written)
+                samples.lookup[size].append(lookup)
     return samples
 
 
@@ -270,24 +286,27 @@ def report_appends(rounds, samples, ledgers, kind, run_no):
           f"{os.cpu_count()} CPUs ==")
     print(f"floor `python3 -I -S -c pass`: median {floor_median * ms:.1f} ms, p95 {floor_p95 * ms:.1f} ms "
           f"({len(samples.floor)} runs)")
-    header = (f"{'events':>7} | {'ledger':>8} | {'cache':>8} | {'fresh, x floor':>15} | {'written':>9} | "
-              f"{'peak RSS':>8} | {'in-process, ms':>14} | {'in-proc, x floor':>16} | {'written':>9}")
+    header = (f"{'events':>7} | {'ledger':>8} | {'cache':>8} | {'fresh, x floor':>15} | {'written':>10} | "
+              f"{'peak RSS':>8} | {'in-process, ms':>14} | {'in-proc, x floor':>16} | {'written':>10} | "
+              f"{'index lookup':>13}")
     print(header)
-    print(f"{'':>7} | {'':>8} | {'':>8} | {'median / p95':>15} | {'median':>9} | {'median':>8} | "
-          f"{'median / p95':>14} | {'median / p95':>16} | {'median':>9}")
+    print(f"{'':>7} | {'':>8} | {'':>8} | {'median / p95':>15} | {'median':>10} | {'median':>8} | "
+          f"{'median / p95':>14} | {'median / p95':>16} | {'median':>10} | {'ms (share)':>13}")
     print("-" * len(header))
     for size in sorted(samples.fresh):
         fresh, inproc = samples.fresh[size], samples.inproc[size]
         f_med, f_p95 = statistics.median(fresh) / floor_median, measure.percentile(fresh, 0.95) / floor_p95
         i_med, i_p95 = statistics.median(inproc), measure.percentile(inproc, 0.95)
+        lookup = statistics.median(samples.lookup[size])
         written = [w for w in samples.fresh_written[size] if w is not None]
         print(f"{size:>7,} | {ledgers[size].bytes / 1e6:>6.2f}MB | {ledgers[size].cache_bytes / 1e6:>6.2f}MB | "
               f"{f'{f_med:.2f}x / {f_p95:.2f}x':>15} | "
-              f"{measure.size_text(statistics.median(written) if written else None):>9} | "
+              f"{measure.size_text(statistics.median(written) if written else None):>10} | "
               f"{measure.mib(statistics.median(samples.fresh_rss[size])):>8} | "
               f"{f'{i_med * ms:.1f} / {i_p95 * ms:.1f}':>14} | "
               f"{f'{i_med / floor_median:.2f}x / {i_p95 / floor_p95:.2f}x':>16} | "
-              f"{measure.size_text(statistics.median(samples.inproc_written[size])):>9}")
+              f"{measure.size_text(statistics.median(samples.inproc_written[size])):>10} | "
+              f"{f'{lookup * ms:.2f} ({lookup / i_med:.0%})':>13}")
     small, large = min(samples.fresh), max(samples.fresh)
     med_ratio = statistics.median(samples.fresh[large]) / statistics.median(samples.fresh[small])
     p95_ratio = measure.percentile(samples.fresh[large], 0.95) / measure.percentile(samples.fresh[small], 0.95)
