@@ -170,20 +170,27 @@ class Ledger:
         (clean pages in the page cache: unsynced ones would make the measured write pay for them).
         An append only adds bytes after the pristine ones (appended in place, or a rewritten copy),
         so the ledger is cut back to the pristine length when its bytes there still match; the
-        cache directory is put back file by file whatever format the engine in this tree uses."""
+        cache directory is put back entry by entry whatever format the engine in this tree uses,
+        then re-sealed by the read path (the cut or copied ledger has a new mtime or inode, and a
+        previous writer leaves a checkpoint that matches the file)."""
         pristine = self.pristine / "ledger.jsonl"
         size = pristine.stat().st_size
         if not self._cut_back(pristine, size):
             _copy_durably(pristine, self.paths.ledger)
         cache = Path(self.paths.cache_dir)
-        keep = {f.name for f in (self.pristine / "cache").iterdir()}
+        keep = {entry.name for entry in (self.pristine / "cache").iterdir()}
         for entry in cache.iterdir():
-            if entry.name not in keep and entry.is_file():
-                entry.unlink()
+            if entry.name not in keep:
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         for name in keep:
-            source = self.pristine / "cache" / name
-            if source.is_file():
-                _copy_durably(source, cache / name)
+            source, target = self.pristine / "cache" / name, cache / name
+            if source.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+                shutil.copytree(source, target)
+            else:
+                _copy_durably(source, target)
+        ledger.load_verified(self.paths, self.reducer)
+        os.sync()
 
     def _cut_back(self, pristine, size):
         try:
