@@ -73,3 +73,31 @@ def test_bench_hooks_quick_prints_its_targets(tmp_path):
                  "Stop that publishes (until written)"):
         assert f"\n{path} " in out
     assert "first run (extraction)" in out
+
+
+def test_history_writes_the_request_count_marker_when_the_engine_defines_it(tmp_path, monkeypatch):
+    """Issue 11's all-or-nothing marker: if storage names the field, the first event of every
+    generated request states how many events the request has (and no other event carries it)."""
+    from intent_loop.storage import sealing
+    from tests.bench import history
+
+    monkeypatch.setattr(sealing, "REQUEST_EVENT_COUNT_FIELD", "request_event_count", raising=False)
+    (tmp_path / "ws").mkdir()
+    paths = paths_mod.project_paths(str(tmp_path / "root"), str(tmp_path / "ws"))
+    data, count = history.generate(paths, 300)
+    events = [loads(line) for line in data.decode().splitlines()]
+    assert count == len(events) == 300
+    sizes, firsts = {}, {}
+    for event in events:
+        sizes[event["request_id"]] = sizes.get(event["request_id"], 0) + 1
+        firsts.setdefault(event["request_id"], event["event_id"])
+    for event in events:
+        marker = event["payload"].get("request_event_count")
+        if event["event_id"] == firsts[event["request_id"]]:
+            assert marker == sizes[event["request_id"]]
+        else:
+            assert marker is None
+    assert max(sizes.values()) == 3  # task start / claim prompts: claim, observation, publication
+    monkeypatch.delattr(sealing, "REQUEST_EVENT_COUNT_FIELD")
+    data, _count = history.generate(paths, 300)
+    assert b"request_event_count" not in data

@@ -2,6 +2,7 @@
 
     python3 build.py bench-ledger [--rounds N] [--sizes 10,1000,10000,100000] [--runs 2]
                                   [--reducer project|counter] [--parts append,commands] [--quick]
+                                  [--command-size 100000] [--verify-baseline X]
 
 Appends: for each ledger size it measures ONE append (one `transaction.mutate` adding one
 event): as a fresh `python3 -I -S` process (a tiny script that puts lib/ and the pinned
@@ -334,6 +335,8 @@ def main(argv):
     parser.add_argument("--parts", default="append,commands", help="append, commands or both (comma-separated)")
     parser.add_argument("--command-size", type=int, default=100_000, help="ledger size for the commands part")
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, few rounds, numbers mean nothing")
+    parser.add_argument("--verify-baseline", type=float, metavar="X",
+                        help="today's verify at 100k in x floor (docs/performance.md) to print the <= 0.3x target")
     args = parser.parse_args(argv)
     global WARMUP_ROUNDS
     if args.quick:
@@ -364,7 +367,8 @@ def main(argv):
     if "commands" in parts:
         import bench_commands
 
-        bench_commands.run(size=args.command_size, small=10, runs=args.runs, rounds=3 if args.quick else 5)
+        bench_commands.run(size=args.command_size, small=10, runs=args.runs, rounds=3 if args.quick else 5,
+                           verify_baseline=args.verify_baseline)
     return 0
 
 
