@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The one entry for people and CI: set up, build dist/, test, benchmark, demo.
 
-    python3 build.py            build the four binaries into dist/
+    python3 build.py            build the five binaries into dist/
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
     python3 build.py demo       set up, build, run the main job on an embedded sample
     python3 build.py bench      hook start-up ratios against `python3 -I -S -c pass`

@@ -192,7 +192,8 @@ def _load_build_py():
 
 
 def test_binary_names_are_the_ones_installed_users_have():
-    assert BINARIES == ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop")
+    assert BINARIES == ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop",
+                        "intent-loop-mcp")
     assert all(hook.name.startswith(table.HOOK_PREFIX) for hook in table.HOOKS)
     assert not table.BY_NAME["intent-loop"].is_hook  # `is_ours` must never match the CLI itself
 
