@@ -64,6 +64,8 @@ class ErrorCode:
     PROJECT_ROOT_MISMATCH = "PROJECT_ROOT_MISMATCH"
     # installation and the command line
     HOOKS_CONFIG_INVALID = "HOOKS_CONFIG_INVALID"
+    CODEX_CONFIG_INVALID = "CODEX_CONFIG_INVALID"
+    MCP_SERVER_FOREIGN = "MCP_SERVER_FOREIGN"
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     # a bug of intent-loop itself: only the CLI's main raises it, from an unexpected exception
     INTERNAL_ERROR = "INTERNAL_ERROR"
