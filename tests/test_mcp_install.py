@@ -136,3 +136,25 @@ def test_the_plugin_manifest_starts_the_server_relative_to_the_plugin_root():
         server = json.load(fh)["mcpServers"]["intent_loop"]
     # Codex does not expand ${PLUGIN_ROOT} in .mcp.json; cwd "." is the plugin root (docs/mcp.md)
     assert server == {"command": "./dist/intent-loop-mcp", "args": [], "cwd": "."}
+
+
+# -- the CLI in a shell Codex's agent runs ---------------------------------------------------
+def test_in_the_agents_shell_claim_add_is_a_proposal_and_user_only_commands_are_refused(tmp_path):
+    from helpers.cli_runner import make_cli
+
+    cli = make_cli(tmp_path)
+    cli.json("claim", "add", "goal", "ship", "the", "parser")
+    user_claim = cli.json("show", "--all")
+    cli.env.update(CODEX_TOOL_CALL_ID="call_1", CODEX_THREAD_ID="thread-1")  # what Codex sets (docs/mcp.md)
+    proposed = cli.json("claim", "add", "allow", "action:network")
+    assert proposed["proposed"] is True and proposed["events"] == ["proposal_added"]
+    state = cli.json("show", "--all")
+    assert state["history"] == user_claim["history"]  # nothing the user said changed: one more candidate
+    assert [c["kind"] for c in state["snapshot"]["candidates"]] == ["proposal"]
+    rc, out, _err = cli("claim", "drop", "0000", "--json")
+    assert rc == 1 and json.loads(out)["error"]["code"] == "AGENT_SHELL"
+    for argv in (["off"], ["candidate", "confirm", proposed["proposal_id"][:8]], ["uninstall", "--apply"]):
+        rc, out, _err = cli(*argv, "--json")
+        assert json.loads(out)["error"]["code"] == "AGENT_SHELL", argv
+    del cli.env["CODEX_TOOL_CALL_ID"], cli.env["CODEX_THREAD_ID"]
+    assert cli.json("candidate", "confirm", proposed["proposal_id"][:8])["claim_id"]

@@ -66,6 +66,7 @@ class ErrorCode:
     HOOKS_CONFIG_INVALID = "HOOKS_CONFIG_INVALID"
     CODEX_CONFIG_INVALID = "CODEX_CONFIG_INVALID"
     MCP_SERVER_FOREIGN = "MCP_SERVER_FOREIGN"
+    AGENT_SHELL = "AGENT_SHELL"
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     # a bug of intent-loop itself: only the CLI's main raises it, from an unexpected exception
     INTERNAL_ERROR = "INTERNAL_ERROR"
