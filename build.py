@@ -4,7 +4,7 @@
     python3 build.py            build the five binaries into dist/
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
     python3 build.py demo       set up, build, run the main job on an embedded sample
-    python3 build.py bench      hook start-up ratios against `python3 -I -S -c pass`
+    python3 build.py bench      hook and MCP server start-up ratios against `python3 -I -S -c pass`
     python3 build.py bench-ledger   append cost ratios at 10 / 1,000 / 10,000 events
 
 Every step is idempotent: the virtual environment (.venv/), the npm cache for the real-Codex
@@ -274,7 +274,9 @@ def cmd_demo(args):
 
 def cmd_bench(args):
     cmd_build([])
-    return subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_hooks.py"), *args]).returncode
+    hooks = subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_hooks.py"), *args]).returncode
+    mcp = subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_mcp.py")]).returncode
+    return hooks or mcp
 
 
 def cmd_bench_ledger(args):
