@@ -238,6 +238,7 @@ def test_a_start_records_proposals_not_claims_with_a_derived_task_id(server, env
     again = call(server, ws, "intent_start_task", {"label": "parser", "initial_claims": [
         "Ship the parser", {"statement": "action:network", "verb": "forbid"}]}, call="s1")
     assert again["result"]["started_task"] == task_id and again["result"]["replayed"]
+    assert started["task_id"] == again["task_id"] == task_id
     state = state_of(env, ws)
     assert state["tasks"][task_id]["claims"] == {}
     started_event = next(e for e in _ledger_lines(env, ws) if e["event_type"] == "task_started")

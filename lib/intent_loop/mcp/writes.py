@@ -194,7 +194,9 @@ def intent_start_task(call):
         for fields in proposals:
             _propose(plan, task_id, fields, request_id)
 
-    return _write(call, {"label": label, "proposals": proposals}, step, needs_task=False)
+    result = _write(call, {"label": label, "proposals": proposals}, step, needs_task=False)
+    call.task_id = result.get("started_task")  # an exact retry names the task too (from the stored events)
+    return result
 
 
 def has_typed_claims(state, task_id):
