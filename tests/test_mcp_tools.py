@@ -396,3 +396,33 @@ def test_a_call_without_codex_metadata_still_works_with_an_explicit_root(server,
     del meta["codex/sandbox-state-meta"]
     envelope = server.call("intent_get_snapshot", {"project_root": ws}, meta=meta)
     assert "Ship the parser" in envelope["result"]["text"]
+
+
+def test_agent_records_are_replaced_invalidated_imported_and_listed(server, env, ws):
+    typed(env, ws, "intent: goal Ship the parser")
+    inference = call(server, ws, "intent_add_inference", {"statement": "prefers small diffs", "confidence": 0.6})
+    old_id = inference["result"]["claim_id"]
+    replaced = call(server, ws, "intent_replace_claim", {"claim_id": old_id[:8], "statement": "prefers tiny diffs"})
+    new_id = replaced["result"]["claim_id"]
+    assert replaced["result"]["superseded"] == [old_id]
+    task = state_of(env, ws)["tasks"][replaced["task_id"]]
+    assert task["claims"][old_id]["state"] == "superseded"
+    successor = task["claims"][new_id]["claim"]
+    assert (successor["epistemic_status"], successor["confidence"]) == ("inferred", 0.6)
+    assert call(server, ws, "intent_invalidate", {"claim_id": new_id})["result"]["invalidated"] == [new_id]
+    assert state_of(env, ws)["tasks"][replaced["task_id"]]["claims"][new_id]["state"] == "invalidated"
+
+    graph = call(server, ws, "intent_export")["result"]["graph"]
+    imported = call(server, ws, "intent_import", {"graph": graph})
+    assert imported["ok"] and len(imported["result"]["claim_ids"]) == len(graph["claims"])
+    records = state_of(env, ws)["tasks"][imported["task_id"]]["claims"]
+    assert all(records[c]["provenance"] == "import" and records[c]["actor"] == "agent"
+               for c in imported["result"]["claim_ids"])
+    assert call(server, ws, "intent_import", {"graph": {"format": "nope"}})["error"]["code"] == "IMPORT_INVALID"
+
+    proposal = call(server, ws, "intent_add_explicit", {"statement": "keep it small"})["result"]["proposal_ids"][0]
+    listed = call(server, ws, "intent_list_candidates")["result"]["candidates"]
+    assert [(c["candidate_id"], c["kind"]) for c in listed] == [(proposal, "proposal")]
+    withdrawn = call(server, ws, "intent_delete", {"proposal_id": proposal[:8]})
+    assert withdrawn["result"]["withdrawn"] == proposal
+    assert call(server, ws, "intent_list_candidates")["result"]["candidates"] == []
