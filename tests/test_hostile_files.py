@@ -145,3 +145,30 @@ def test_a_file_at_the_runtime_directory_is_moved_aside_and_reported(env, ws):
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["runtime"]["ok"] is False and "RUNTIME_BROKEN" in checks["runtime"]["detail"]
     assert ".broken-" in checks["runtime"]["detail"]
+
+
+def test_kernel_filesystems_and_the_filesystem_root_are_not_projects(env, ws):
+    for cwd in ("/", "/proc", "/sys/kernel", "/dev/pts"):
+        if not os.path.isdir(cwd):
+            continue
+        _out, answer, _t = hook("UserPromptSubmit", prompt_payload(cwd, "intent: goal ship it", turn=f"t-{cwd}"), env)
+        assert "NOT recorded (INVALID_PROJECT_ROOT)" in answer["systemMessage"], cwd
+    projects = os.path.join(env["INTENT_LOOP_DATA_DIR"], "projects")
+    assert not os.path.isdir(projects) or os.listdir(projects) == []
+    assert not os.path.exists("/.execution-fidelity")
+
+
+def test_a_workspace_inside_the_data_root_is_not_a_project(env):
+    inside = os.path.join(env["INTENT_LOOP_DATA_DIR"], "somewhere")
+    os.makedirs(inside)
+    proc, _t = _cli(env, inside, "claim", "add", "goal", "x", "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "INVALID_PROJECT_ROOT"
+
+
+def test_ids_that_cannot_be_claim_ids_are_invalid_arguments_and_an_empty_task_is_refused(env, ws):
+    _linked(env, ws)
+    for bad in ("zzzz", "x" * 40, "12345678-xyz"):
+        proc, _t = _cli(env, ws, "claim", "drop", bad, "--json")
+        assert proc.returncode in (1, 2) and json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT", bad
+    proc, _t = _cli(env, ws, "show", "--task", "", "--json")
+    assert json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT"

@@ -156,11 +156,17 @@ def set_mode(plan, *, task_id, mode):
     return True
 
 
+_ID_CHARS = frozenset("0123456789abcdef-")
+
+
 def resolve_prefix(ids, prefix, *, what, not_found, where, min_length=1):
     """The one id in `ids` that starts with `prefix` (case-insensitive), or a specific error."""
     prefix = prefix.lower()
     if len(prefix) < min_length:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"give at least {min_length} characters of the {what} id")
+    if len(prefix) > 36 or not _ID_CHARS.issuperset(prefix):
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
+                              f"a {what} id is {min_length}-36 hex digits (dashes allowed), as {where} shows it")
     matches = [i for i in ids if i.startswith(prefix)]
     if not matches:
         raise IntentLoopError(not_found, f"no {what} starts with {prefix}; {where} lists them")
