@@ -172,3 +172,13 @@ def test_ids_that_cannot_be_claim_ids_are_invalid_arguments_and_an_empty_task_is
         assert proc.returncode in (1, 2) and json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT", bad
     proc, _t = _cli(env, ws, "show", "--task", "", "--json")
     assert json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT"
+
+
+def test_a_lone_surrogate_rejects_only_its_own_line(env, ws):
+    raw = ('{"hook_event_name":"UserPromptSubmit","session_id":"sess-1","turn_id":"t-s","cwd":' + json.dumps(ws)
+           + ',"prompt":"go\\nintent: goal ship it\\nintent: must keep \\ud800 tests\\nintent: must not break api",'
+           '"transcript_path":null,"model":"m","permission_mode":"default"}').encode()
+    _out, answer, _t = hook("UserPromptSubmit", None, env, raw=raw)
+    message = answer["systemMessage"]
+    assert "recorded goal" in message and "recorded must-not" in message
+    assert "line 3 rejected (INVALID_TEXT)" in message

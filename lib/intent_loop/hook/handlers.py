@@ -132,7 +132,8 @@ def _source(kind, opaque_id, text):
 
     if is_opaque_id(opaque_id) and not has_secret(opaque_id):
         return {"kind": kind, "event_id": opaque_id}
-    return {"kind": kind, "sha256": sha256_hex(redact(text or "").encode("utf-8"))}
+    # surrogatepass: a prompt may hold a lone surrogate (its line is rejected); the hash must not fail
+    return {"kind": kind, "sha256": sha256_hex(redact(text or "").encode("utf-8", "surrogatepass"))}
 
 
 def _is_recording(ctx, task):
@@ -180,7 +181,7 @@ def _prompt_request_id(ctx, payload, prompt):
     from intent_loop.redact import redact
 
     turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
-    prompt_hash = sha256_hex(redact(prompt).encode("utf-8"))
+    prompt_hash = sha256_hex(redact(prompt).encode("utf-8", "surrogatepass"))
     return "prompt:" + sha256_hex("\0".join(("UserPromptSubmit", ctx.session, turn, prompt_hash)).encode("utf-8"))
 
 
