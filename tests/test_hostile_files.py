@@ -182,3 +182,28 @@ def test_a_lone_surrogate_rejects_only_its_own_line(env, ws):
     message = answer["systemMessage"]
     assert "recorded goal" in message and "recorded must-not" in message
     assert "line 3 rejected (INVALID_TEXT)" in message
+
+
+def test_under_many_concurrent_prompts_every_typed_command_gets_a_receipt(env, ws):
+    """Issue 12 item 9: 4 of 420 commands were once answered by a bare continue:true. Now every
+    prompt with commands is answered with what was recorded or with 'N commands NOT recorded'."""
+    _linked(env, ws)
+    binary = os.path.join(DIST, BINARIES["UserPromptSubmit"])
+    procs = []
+    for index in range(24):
+        payload = prompt_payload(ws, f"go\nintent: must keep rule {index}\nintent: must not drop {index}",
+                                 turn=f"t-c{index}", session=f"sess-c{index % 6}")
+        proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env)
+        proc.stdin.write(json.dumps(payload).encode())
+        proc.stdin.close()
+        procs.append(proc)
+    silent = []
+    for index, proc in enumerate(procs):
+        out = proc.stdout.read()
+        assert proc.wait(timeout=30) == 0
+        answer = json.loads(out)
+        message = answer.get("systemMessage", "")
+        if "recorded must" not in message and "NOT recorded" not in message:
+            silent.append((index, answer))
+    assert silent == []
