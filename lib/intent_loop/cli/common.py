@@ -14,6 +14,25 @@ CLI_DEADLINE = 10.0  # seconds a command may wait for the project lock and work
 USAGE_CODES = frozenset((ErrorCode.INVALID_ARGUMENT,))
 
 
+def _escapes():
+    from intent_loop.intent.claims import UNSAFE_CHARACTERS
+
+    return {ord(ch): f"\\u{ord(ch):04x}" for ch in UNSAFE_CHARACTERS if ch != "\n"}
+
+
+_ESCAPES = None
+
+
+def terminal_safe(text):
+    """`text` with every control and bidi character but LF and TAB written as `\\uXXXX`: text stored
+    before the character rule (or an imported file) can never retitle a terminal, clear it or
+    reorder what it shows. The same escape is valid inside JSON strings, so --json stays JSON."""
+    global _ESCAPES
+    if _ESCAPES is None:
+        _ESCAPES = _escapes()
+    return text.translate(_ESCAPES)
+
+
 class Console:
     """stdout/stderr, the environment and the cwd; tests pass their own."""
 
@@ -24,9 +43,11 @@ class Console:
         self.cwd = cwd or os.getcwd()
 
     def out(self, text=""):
+        text = terminal_safe(text)
         self.stdout.write(text if text.endswith("\n") else text + "\n")
 
     def err(self, text):
+        text = terminal_safe(text)
         self.stderr.write(text if text.endswith("\n") else text + "\n")
 
     def json(self, value):

@@ -34,7 +34,7 @@ def _claim_body(verb, text):
     """The trimmed, redacted, single-line text of a claim (trimmed before and after redaction)."""
     if not isinstance(text, str):
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, "claim text must be a string")
-    body = trimmed(text)
+    body = trimmed(text.replace("\t", " "))  # a TAB typed in a claim is a space (UNSAFE_CHARACTERS)
     if len(body) > MAX_RAW_CHARS:
         reason = f"the claim text has {len(body)} characters; the limit is {MAX_STATEMENT}"
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, reason)
