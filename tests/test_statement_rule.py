@@ -114,3 +114,10 @@ def test_text_stored_before_the_rule_is_escaped_on_the_terminal(tmp_path):
     assert "\\u001b]0;pwned\\u0007\\u202e" in out
     rc, raw, _err = cli("show", "--json")
     assert "\u202e" not in raw and json.loads(raw)
+
+
+def test_a_typed_claim_that_is_a_guard_placeholder_is_refused_but_one_quoting_it_is_recorded():
+    (refused,) = parse_prompt("intent: must Replace with non-negotiable requirements.")
+    assert isinstance(refused, Rejection) and refused.code == ErrorCode.INVALID_STATEMENT
+    (quoted,) = parse_prompt("intent: must please replace with non-negotiable requirements. now")
+    assert not isinstance(quoted, Rejection)

@@ -12,6 +12,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
+from intent_loop.intent.rule_grammar import js_trim
 from intent_loop.intent.state import active_claims, is_hook_visible
 from intent_loop.storage import fast_os
 from intent_loop.storage.atomic import replace_atomically
@@ -29,16 +30,10 @@ _LIST_FIELDS = {"scope include": ("scope", "include"), "scope exclude": ("scope"
                 "forbid": ("authorization", "forbidden")}
 
 
-# What JavaScript's String.prototype.trim() removes (WhiteSpace and LineTerminator, ECMA-262), which
-# is not what Python's str.strip() removes: Guard 0.2.2 trims EFG_CONTRACT_PATH this way.
-_JS_TRIM = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-            "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
-
-
 def provider_path(workspace, env):
     """Where Guard 0.2.2 reads the contract: `path.resolve(cwd, EFG_CONTRACT_PATH.trim())`, a blank
     value meaning unset, else <cwd>/.execution-fidelity/contract.json (lexical, no realpath)."""
-    configured = (env.get("EFG_CONTRACT_PATH") or "").strip(_JS_TRIM)
+    configured = js_trim(env.get("EFG_CONTRACT_PATH") or "")  # as Guard 0.2.2 trims it (not str.strip)
     if configured:
         return fast_os.path.normpath(fast_os.path.join(workspace, configured))
     return fast_os.path.join(workspace, *DEFAULT_PATH)
