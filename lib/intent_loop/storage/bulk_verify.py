@@ -1,0 +1,145 @@
+"""Streaming verification for the bulk paths: full verification, checkpoint rebuild, the daily scrub,
+recovery, timeline, export and import.
+
+The ledger is read in chunks (memory bounded by the chunk plus the longest line), each line is
+parsed with orjson, re-serialised with orjson to check the canonical form, hashed with
+`hashlib.sha256` and folded by the reducer. That is several times cheaper per line than the
+stdlib path of `ledger.check_line`, which the hook read path keeps (a hook folds a few lines and
+would pay more to import orjson than it saves).
+
+The two serialisers do not always agree, and the stdlib form is the one that gets hashed and
+written. orjson writes `1e-05` as `0.00001` and `1e-7` without the exponent's leading zero,
+reads integers of 2^64 and above as floats, and stops at 1,024 levels of nesting (its
+serialiser at 255). So this module only ever *accepts* a line on the fast path; any line it
+cannot accept there (orjson refuses it, re-serialises it differently, or it holds a number
+whose orjson form could differ from the stdlib's) is handed to `ledger.check_line`, which
+decides with the stdlib and raises the same error the read path would. The property test
+(tests/test_bulk_verify.py) checks that the two agree on generated events.
+"""
+import hashlib
+import re
+
+import orjson
+
+from intent_loop.storage import fast_os
+from intent_loop.storage.ledger import ENVELOPE_KEYS, SCHEMA_VERSION, _check_envelope_types, check_line
+from intent_loop.storage.line_hash import HASH_FIELD
+
+CHUNK = 1 << 20  # bytes read per pread: bounded memory, few system calls
+_SORT = orjson.OPT_SORT_KEYS
+_HASH_AT = len(HASH_FIELD)
+_AFTER_HASH = len(HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the closing quote
+# A float written where orjson's form could differ from the stdlib's: a fixed form below 1e-4
+# (orjson "0.00001", stdlib "1e-05") or a one-digit exponent ("1e-7" vs "1e-07"). A line that
+# orjson re-serialises byte for byte but holds one of these goes to the stdlib check.
+_FLOAT_RISK = re.compile(rb"0\.0000|\de[-+]\d[,\]}]")
+
+
+def verify_line(line, *, line_no, project_id, prev_hash):
+    """The event of one ledger line (bytes without LF), verified exactly as `ledger.check_line` does."""
+    event = _fast_event(line, project_id, prev_hash)
+    if event is None:
+        return check_line(line, line_no=line_no, project_id=project_id, prev_hash=prev_hash)
+    return event
+
+
+def _fast_event(line, project_id, prev_hash):
+    """The event when the fast path can accept the line outright, else None (never raises)."""
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if (type(event) is not dict or event.keys() != ENVELOPE_KEYS or type(event["schema_version"]) is not int
+            or event["schema_version"] != SCHEMA_VERSION or event["project_id"] != project_id
+            or event["prev_hash"] != prev_hash):
+        return None
+    try:
+        _check_envelope_types(event, 0)
+        if orjson.dumps(event, option=_SORT) != line:
+            return None
+    except Exception:  # an orjson limit (depth, a number it cannot write) or a wrong type: the stdlib decides
+        return None
+    if _FLOAT_RISK.search(line) is not None:
+        return None
+    start = 11 + len(event["actor"])  # len('{"actor":"') + actor + closing quote
+    if line[start : start + _HASH_AT] != HASH_FIELD:
+        return None
+    digest = hashlib.sha256(line[:start])
+    digest.update(line[start + _AFTER_HASH :])
+    if digest.hexdigest() != event["event_hash"]:
+        return None
+    return event
+
+
+def iter_lines(fd, start, end, *, chunk=CHUNK):
+    """(offset, line without LF) of every complete line in [start, end) of an open file, in order.
+
+    Bytes after the last LF are not yielded (a torn tail); the caller sees where lines stopped.
+    """
+    pending = b""
+    base = start  # file offset of pending[0]
+    position = start
+    while position < end:
+        data = fast_os.pread(fd, min(chunk, end - position), position)
+        if not data:
+            break
+        position += len(data)
+        block = pending + data if pending else data
+        offset = 0
+        while True:
+            stop = block.find(b"\n", offset)
+            if stop < 0:
+                break
+            yield base + offset, block[offset:stop]
+            offset = stop + 1
+        pending = block[offset:]
+        base += offset
+
+
+def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_progress=None, stop_at=None):
+    """Verify and fold every complete line in [verified.size, end) of an open ledger; mutates `verified`.
+
+    The same contract as `ledger.fold_lines`: on damage it raises the line's error and `verified`
+    is the valid prefix before it; `torn_tail` counts the bytes after the last complete line.
+    `on_event(event, start, stop)` sees each verified event with its byte range; `stop_at` ends
+    the fold at that offset (a line boundary) instead of `end`.
+    """
+    start = verified.size
+    limit = end if stop_at is None else min(end, stop_at)
+    total = max(1, limit - start)
+    line_no = verified.count
+    apply = reducer.apply
+    state = verified.state
+    for offset, line in iter_lines(fd, start, limit):
+        line_no += 1
+        event = _fast_event(line, project_id, verified.last_hash)
+        if event is None:
+            event = check_line(line, line_no=line_no, project_id=project_id, prev_hash=verified.last_hash)
+        apply(state, event)
+        stop = offset + len(line) + 1
+        verified.last_line_start = offset
+        verified.last_hash = event["event_hash"]
+        verified.size, verified.count = stop, line_no
+        if on_event is not None:
+            on_event(event, offset, stop)
+        if on_progress is not None and line_no % 4096 == 0:
+            on_progress(stop - start, total)
+    if on_progress is not None:
+        on_progress(total, total)
+    verified.torn_tail = end - verified.size if stop_at is None or stop_at >= end else 0
+    return verified
+
+
+def loads(data):
+    """Parse one JSON document with orjson, re-parsed by the stdlib when orjson refuses it (a very
+    large integer, deep nesting): ValueError when neither can, never a RecursionError."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    from intent_loop.storage.canonical import loads as stdlib_loads
+
+    try:
+        return stdlib_loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
