@@ -33,6 +33,7 @@ _AFTER_HASH = len(HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the closing 
 # (orjson "0.00001", stdlib "1e-05") or a one-digit exponent ("1e-7" vs "1e-07"). A line that
 # orjson re-serialises byte for byte but holds one of these goes to the stdlib check.
 _FLOAT_RISK = re.compile(rb"0\.0000|\de[-+]\d[,\]}]")
+_LONG_NUMBER = re.compile(rb"\d{20}")
 
 
 def verify_line(line, *, line_no, project_id, prev_hash):
@@ -132,11 +133,17 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
 
 def loads(data):
     """Parse one JSON document with orjson, re-parsed by the stdlib when orjson refuses it (a very
-    large integer, deep nesting): ValueError when neither can, never a RecursionError."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
+    large integer, deep nesting): ValueError when neither can, never a RecursionError.
+
+    A number of 20 or more digits goes to the stdlib at once: orjson reads integers of 2^64 and
+    above as floats, which would change what a document says."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if _LONG_NUMBER.search(data) is None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
     from intent_loop.storage.canonical import loads as stdlib_loads
 
     try:

@@ -77,6 +77,9 @@ class Transaction:
     def _prepare(self):
         self.lock.clean_residue()
         _remove_orphan_temps(self.paths)
+        from intent_loop.storage.chain_marker import raise_if_marked
+
+        raise_if_marked(self.paths)  # the daily scrub found the chain broken: no write until recover
         self.fd, st = open_ledger(self.paths)
         if self._resume is not None:
             cached = checkpoint.Cached(self._resume, identity=None)
