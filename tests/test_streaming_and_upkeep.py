@@ -14,7 +14,7 @@ from intent_loop.hook import handlers
 from intent_loop.hook.runtime import FAIL_OPEN, run_hook
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import cache_upkeep, chain_marker, checkpoint, ledger
-from intent_loop.storage.paths import session_hash
+from intent_loop.storage.paths import project_paths, session_hash
 from intent_loop.storage.transaction import Transaction
 
 
@@ -315,3 +315,44 @@ def test_an_import_nested_too_deeply_is_import_invalid(cli, tmp_path):
     graph.write_bytes(b'{"format":"intent-loop-graph","claims":' + b"[" * 200000 + b"]" * 200000 + b"}")
     rc, out, _ = cli("import", str(graph), "--json")
     assert rc == 1 and json.loads(out)["error"]["code"] == "IMPORT_INVALID"
+
+
+# -- through the built binaries at 100,000 events ----------------------------------------------------
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIST = os.path.join(REPO, "dist")
+
+
+def _binary(event, payload, env):
+    import subprocess
+
+    from helpers.settle import settle
+    from intent_loop.launch.binaries import BINARY_FOR_EVENT
+    proc = subprocess.run([os.path.join(DIST, BINARY_FOR_EVENT[event])], input=json.dumps(payload).encode(),
+                          capture_output=True, env=env, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    settle(env["INTENT_LOOP_DATA_DIR"], payload["cwd"], timeout=60)  # the after-answer child, rebuild included
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.skipif(not os.access(os.path.join(DIST, "intent-loop-session-start"), os.X_OK),
+                    reason="dist/ binaries are missing; run `python3 build.py` first")
+def test_at_100k_events_the_second_session_start_after_deleting_the_cache_injects_the_full_view(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    base = {"session_id": "sess-1", "cwd": str(ws), "transcript_path": None, "model": "gpt-5"}
+    _binary("UserPromptSubmit", dict(base, hook_event_name="UserPromptSubmit", turn_id="t1",
+                                     prompt="intent: goal remember the login loop"), env)
+    project = project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws))
+    task = ledger.load_verified(project, REDUCER).state["sessions"][session_hash("sess-1")]
+    append_observations(project, task_id=task, count=100_000, session_hash=session_hash("sess-1"))
+    assert os.path.getsize(project.ledger) > 4 << 20
+    _drop_cache(project)
+    start = dict(base, hook_event_name="SessionStart", source="resume")
+    assert _binary("SessionStart", start, env) == {"continue": True}  # fail-open: no verification in the hook
+    cached = checkpoint.load(project, REDUCER)  # the after-answer child rebuilt it
+    assert cached is not None and cached.verified.count == ledger.verify_all(project, REDUCER).count
+    answer = _binary("SessionStart", start, env)
+    assert "remember the login loop" in answer["hookSpecificOutput"]["additionalContext"]
+    assert not os.path.exists(os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"))
