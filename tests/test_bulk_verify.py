@@ -171,3 +171,84 @@ def test_bulk_loads_turns_deep_nesting_into_value_error():
     with pytest.raises(ValueError):
         bulk_verify.loads(b"[" * 100000 + b"]" * 100000)
     assert bulk_verify.loads(b'{"n":18446744073709551616}') == {"n": 2**64}
+
+
+def _request_ledger():
+    """Sealed lines of requests of 1, 3 and 2 events (request_event_count on each first event), a
+    replace-protocol request without the marker, and another 2-event request."""
+    prev, lines = None, []
+    for request, size, marked in (("r1", 1, True), ("r2", 3, True), ("r3", 1, False), ("r4", 2, True)):
+        for index in range(size):
+            payload = {"value": f"{request}-{index}", "text": "é\n😀"}
+            if index == 0 and marked:
+                payload[ledger.REQUEST_EVENT_COUNT] = size
+            draft = ledger.Draft("test_appended", TASK, "user", payload)
+            event, line = sealing.seal(draft, project_id=PROJECT, request_id=request, prev_hash=prev,
+                                       occurred_at="2026-01-01T00:00:00.000Z")
+            prev = event["event_hash"]
+            lines.append(line)
+    return b"".join(lines)
+
+
+def _fold_both(tmp_path, data, chunk=64):
+    def outcome(fold):
+        reducer = CountingReducer()
+        verified = ledger.empty_verified(reducer)
+        try:
+            fold(verified, reducer)
+        except IntentLoopError as exc:
+            return ("error", exc.code, exc.line, _state(verified))
+        return ("ok", _state(verified), verified.missing_lf)
+
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        stream = outcome(lambda v, r: bulk_verify.fold_stream(fd, v, r, project_id=PROJECT, end=len(data)))
+    finally:
+        os.close(fd)
+    lines = outcome(lambda v, r: ledger.fold_lines(data, v, r, project_id=PROJECT))
+    return stream, lines
+
+
+def test_fold_stream_follows_the_request_rule_at_every_cut(tmp_path, monkeypatch):
+    """Every prefix of a ledger with multi-event requests: complete requests only, torn tails,
+    a last line without its LF, exactly as ledger.fold_lines decides."""
+    monkeypatch.setattr(bulk_verify, "CHUNK", 97)
+    data = _request_ledger()
+    outcomes = set()
+    for cut in range(len(data) + 1):
+        stream, lines = _fold_both(tmp_path, data[:cut])
+        assert stream == lines, cut
+        outcomes.add((stream[0], stream[2] if stream[0] == "ok" else stream[1]))
+    assert ("ok", True) in outcomes and ("ok", False) in outcomes  # missing-LF cuts were among them
+
+
+def test_fold_stream_calls_an_incomplete_request_followed_by_another_malformed(tmp_path):
+    data = _request_ledger().split(b"\n")
+    broken = b"\n".join(data[:2] + data[4:]) + b"\n"  # request r2 loses its last two lines, r3 follows
+    stream, lines = _fold_both(tmp_path, broken)
+    assert stream == lines
+    assert stream[:2] == ("error", "LEDGER_CHAIN_BROKEN") or stream[:2] == ("error", "LEDGER_MALFORMED")
+
+
+def test_fold_stream_continues_after_a_missing_lf(tmp_path):
+    data = _request_ledger()
+    first = data.index(b"\n") + 1
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(data[:first - 1])  # one request, its LF missing
+    reducer = CountingReducer()
+    fd = os.open(path, os.O_RDONLY)
+    verified = bulk_verify.fold_stream(fd, ledger.empty_verified(reducer), reducer, project_id=PROJECT,
+                                       end=first - 1)
+    os.close(fd)
+    assert verified.missing_lf and verified.count == 1 and verified.torn_tail == 0
+    path.write_bytes(data)  # the next append wrote the LF first, then its lines
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        bulk_verify.fold_stream(fd, verified, reducer, project_id=PROJECT, end=len(data))
+    finally:
+        os.close(fd)
+    expected = ledger.fold_lines(data, ledger.empty_verified(CountingReducer()), CountingReducer(),
+                                 project_id=PROJECT)
+    assert _state(verified) == _state(expected) and not verified.missing_lf

@@ -21,8 +21,9 @@ import re
 
 import orjson
 
+from intent_loop.errors import IntentLoopError
 from intent_loop.storage import fast_os
-from intent_loop.storage.ledger import ENVELOPE_KEYS, SCHEMA_VERSION, check_line
+from intent_loop.storage.ledger import ENVELOPE_KEYS, SCHEMA_VERSION, RequestAssembler, _malformed, check_line
 from intent_loop.storage.line_hash import HASH_FIELD
 
 CHUNK = 1 << 20  # bytes read per pread: bounded memory, few system calls
@@ -138,37 +139,72 @@ def iter_lines(fd, start, end, *, chunk=CHUNK):
 
 
 def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_progress=None, stop_at=None):
-    """Verify and fold every complete line in [verified.size, end) of an open ledger; mutates `verified`.
+    """Verify every line in [verified.size, end) of an open ledger and fold the complete requests;
+    mutates `verified`.
 
-    The same contract as `ledger.fold_lines`: on damage it raises the line's error and `verified`
-    is the valid prefix before it; `torn_tail` counts the bytes after the last complete line.
-    `on_event(event, start, stop)` sees each verified event with its byte range; `stop_at` ends
-    the fold at that offset (a line boundary) instead of `end`.
+    The same contract as `ledger.fold_lines`, streamed: the all-or-nothing rule is the ledger's
+    own `RequestAssembler` (a request is projected once all its lines are there; what follows the
+    last complete request is `torn_tail`), and a last line that verifies but lacks its LF is
+    projected with `missing_lf`. On damage it raises the line's error and `verified` is the valid
+    prefix before it. `on_event(event, start, stop)` sees each projected event with its byte range;
+    `stop_at` ends the fold at that offset (a request boundary) instead of `end`.
     """
-    start = verified.size
     limit = end if stop_at is None else min(end, stop_at)
+    start = verified.size
+    if verified.missing_lf and start < limit:
+        if fast_os.pread(fd, 1, start) != b"\n":
+            raise _malformed(verified.count + 1, "a line was joined to a last line that lacked its LF")
+        start += 1
+        verified.size, verified.missing_lf = start, False
     total = max(1, limit - start)
     apply, state = reducer.apply, verified.state
+    assembler = RequestAssembler()
+    ranges = []  # byte ranges of the lines the assembler holds
+    prev, line_no, after = verified.last_hash, verified.count, start
     # the checkpoint lives in locals while the loop runs and is written back however it ends, so
-    # on damage `verified` is exactly the valid prefix before the bad line
-    size, count, last_hash, last_start = verified.size, verified.count, verified.last_hash, verified.last_line_start
+    # on damage `verified` is exactly the valid prefix before the bad line's request
+    size, count, last_hash, last_start, missing_lf = (verified.size, verified.count, verified.last_hash,
+                                                      verified.last_line_start, verified.missing_lf)
     try:
         for offset, line in iter_lines(fd, start, limit):
-            event = _fast_event(line, project_id, last_hash)
+            line_no += 1
+            event = _fast_event(line, project_id, prev)
             if event is None:
-                event = check_line(line, line_no=count + 1, project_id=project_id, prev_hash=last_hash)
-            apply(state, event)
-            count += 1
-            last_start, last_hash, size = offset, event["event_hash"], offset + len(line) + 1
-            if on_event is not None:
-                on_event(event, offset, size)
-            if on_progress is not None and count % 4096 == 0:
-                on_progress(size - start, total)
+                event = check_line(line, line_no=line_no, project_id=project_id, prev_hash=prev)
+            prev, after = event["event_hash"], offset + len(line) + 1
+            ranges.append((offset, after))
+            done = assembler.add(event, line_no)
+            if done is not None:
+                for complete, (first, stop) in zip(done, ranges, strict=True):
+                    apply(state, complete)
+                    if on_event is not None:
+                        on_event(complete, first, stop)
+                ranges.clear()
+                last_start, last_hash, count, size = offset, prev, line_no, after
+            if on_progress is not None and line_no % 4096 == 0:
+                on_progress(after - start, total)
+        if after < limit and limit == end:  # after the last LF: a line missing only its LF, or a torn one
+            tail = fast_os.pread(fd, limit - after, after)
+            try:
+                event = verify_line(tail, line_no=line_no + 1, project_id=project_id, prev_hash=prev)
+            except IntentLoopError:
+                event = None
+            if event is not None:
+                line_no += 1
+                ranges.append((after, limit))
+                done = assembler.add(event, line_no)
+                if done is not None:
+                    for complete, (first, stop) in zip(done, ranges, strict=True):
+                        apply(state, complete)
+                        if on_event is not None:
+                            on_event(complete, first, stop)
+                    last_start, last_hash, count, size, missing_lf = after, event["event_hash"], line_no, limit, True
     finally:
         verified.size, verified.count, verified.last_hash, verified.last_line_start = size, count, last_hash, last_start
+        verified.missing_lf = missing_lf
     if on_progress is not None:
         on_progress(total, total)
-    verified.torn_tail = end - verified.size if stop_at is None or stop_at >= end else 0
+    verified.torn_tail = end - verified.size if limit == end else 0
     return verified
 
 

@@ -20,15 +20,18 @@ STATE_FILE = "state.json"
 class Verified:
     """The verified state of a ledger prefix: checkpoint plus the reducer's folded state."""
 
-    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail")
+    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail", "missing_lf")
 
-    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0):
+    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0, missing_lf=False):
         self.size = size
         self.count = count
         self.last_hash = last_hash
         self.last_line_start = last_line_start
         self.state = state
-        self.torn_tail = torn_tail  # bytes after the last LF (a crashed appender's partial line)
+        # Bytes after the verified prefix that are not projected: a crashed appender's partial
+        # line, or the complete lines of a request whose remaining lines are missing.
+        self.torn_tail = torn_tail
+        self.missing_lf = missing_lf  # the last verified line ends the file without its LF
 
 
 class Cached:
@@ -61,7 +64,8 @@ def load(paths, reducer):
         v = doc["verified"]
         if not _is_checkpoint(v) or not isinstance(doc["state"], dict) or not isinstance(doc["identity"], list):
             return None
-        verified = Verified(v["size"], v["count"], v["last_hash"], v["last_line_start"], doc["state"])
+        verified = Verified(v["size"], v["count"], v["last_hash"], v["last_line_start"], doc["state"],
+                            missing_lf=v.get("missing_lf") is True)
         return Cached(verified, doc["identity"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IntentLoopError):
         return None
@@ -78,12 +82,18 @@ def is_current(cached, st):
     return cached.identity == _identity(st)
 
 
-def line_hash_at(data, start, end):
-    """The event_hash of the ledger line data[start:end] (ending in LF) if it verifies, else None."""
+def line_hash_at(data, start, end, *, missing_lf=False):
+    """The event_hash of the ledger line data[start:end] (ending in LF, or ending the file
+    without it when `missing_lf`) if it verifies, else None."""
     if end == 0:
         return None
-    line = data[start : end - 1]
-    if data[end - 1 : end] != b"\n" or not line.startswith(b'{"actor":"'):
+    if missing_lf:
+        line = data[start:end]
+    elif data[end - 1 : end] != b"\n":
+        return None
+    else:
+        line = data[start : end - 1]
+    if not line.startswith(b'{"actor":"'):
         return None
     return self_verified_hash(line)
 
@@ -101,7 +111,7 @@ def last_line_matches(paths, cached):
         data = fast_os.pread(fd, v.size - v.last_line_start, v.last_line_start)
     finally:
         fast_os.close(fd)
-    return line_hash_at(data, 0, len(data)) == v.last_hash
+    return line_hash_at(data, 0, len(data), missing_lf=v.missing_lf) == v.last_hash
 
 
 def save(paths, reducer, verified, st):
@@ -118,6 +128,7 @@ def save(paths, reducer, verified, st):
             "count": verified.count,
             "last_hash": verified.last_hash,
             "last_line_start": verified.last_line_start,
+            "missing_lf": verified.missing_lf,
         },
         "state": verified.state,
     }
