@@ -356,3 +356,57 @@ def test_at_100k_events_the_second_session_start_after_deleting_the_cache_inject
     answer = _binary("SessionStart", start, env)
     assert "remember the login loop" in answer["hookSpecificOutput"]["additionalContext"]
     assert not os.path.exists(os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"))
+
+
+# -- deletion streams ------------------------------------------------------------------------------
+def test_deletion_keeps_a_last_line_that_lacked_its_lf(cli):
+    project, task = _task_with(cli, 0)
+    state = ledger.load_verified(project, REDUCER).state
+    goal = next(iter(state["tasks"][task]["claims"]))  # "ship the parser", the only claim
+    append_observations(project, task_id=task, count=3, session_hash=session_hash("s"))
+    with open(project.ledger, "rb+") as fh:  # an editor saved it without the final newline
+        fh.truncate(os.path.getsize(project.ledger) - 1)
+    before = ledger.verify_all(project, REDUCER)
+    assert before.missing_lf
+    result = cli.json("delete", "claim", goal, "--confirm", f"DELETE CLAIM {goal}")
+    after = ledger.verify_all(project, REDUCER)
+    assert result["events_after"] == after.count and not after.missing_lf
+    assert after.state["tasks"][task]["observations"]["result_signal_observed"] == 1  # the last line survived
+    assert goal not in after.state["tasks"][task]["claims"]
+
+
+def test_deletion_reads_the_ledger_in_chunks(cli, monkeypatch):
+    from intent_loop.storage import bulk_verify
+    project, task = _task_with(cli, 300)
+    reads = []
+    real = bulk_verify.fast_os.pread
+    monkeypatch.setattr(bulk_verify, "CHUNK", 4096)
+    monkeypatch.setattr(bulk_verify.fast_os, "pread", lambda fd, n, at: reads.append(n) or real(fd, n, at))
+    state = ledger.load_verified(project, REDUCER).state
+    goal = next(iter(state["tasks"][task]["claims"]))
+    cli.json("delete", "claim", goal, "--confirm", f"DELETE CLAIM {goal}")
+    assert reads and max(reads) <= 4096 < os.path.getsize(project.ledger)
+    after = ledger.verify_all(project, REDUCER)
+    assert after.count == 302 and goal not in after.state["tasks"][task]["claims"]  # it was an initial claim
+
+
+@pytest.mark.parametrize("actor", ["user", "agent", "evidence", "system"])
+def test_the_rewrites_one_pass_chaining_equals_sealing_chain(actor):
+    from intent_loop.ops.ledger_rewrite import chain_once
+    from intent_loop.storage.sealing import chain
+    event = {"schema_version": 1, "event_id": "12345678-1234-4234-8234-123456789abc", "event_type": "claim_added",
+             "project_id": "p" * 64, "task_id": None, "occurred_at": "2026-01-01T00:00:00.000Z", "actor": actor,
+             "request_id": "r", "payload": {"text": "é😀\n\"", "n": 1e-05, "big": 2**70}, "prev_hash": None,
+             "event_hash": "0" * 64}
+    for prev in (None, "a" * 64):
+        sealed, line = chain(event, prev_hash=prev)
+        assert chain_once(event, prev) == (sealed["event_hash"], line)
+
+
+def test_the_deletion_scan_finds_a_needle_across_chunk_boundaries(tmp_path):
+    from intent_loop.ops.derived_copies import _needles_in
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 10 + b"NEEDLE" + b"y" * 10)
+    for chunk in (1, 3, 7, 13, 1 << 20):
+        assert _needles_in(str(path), [b"NEEDLE", b"absent"], chunk=chunk) == {b"NEEDLE"}, chunk
+    assert _needles_in(str(tmp_path), [b"x"]) is None

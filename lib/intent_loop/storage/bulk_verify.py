@@ -30,7 +30,8 @@ CHUNK = 1 << 20  # bytes read per pread: bounded memory, few system calls
 _SORT = orjson.OPT_SORT_KEYS
 _HASH_AT = len(HASH_FIELD)
 _AFTER_HASH = len(HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the closing quote
-_LONG_NUMBER = re.compile(rb"\d{20}")
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_TWENTY_DIGITS = b"0" * 20
 _EXPONENT = re.compile(rb"e[-+]\d[,\]}]").search  # a literal first byte: the engine skips ahead fast
 _DIGITS = frozenset(b"0123456789")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").fullmatch
@@ -113,11 +114,12 @@ def _fast_event(line, project_id, prev_hash):
     return event
 
 
-def iter_lines(fd, start, end, *, chunk=CHUNK):
+def iter_lines(fd, start, end, *, chunk=None):
     """(offset, line without LF) of every complete line in [start, end) of an open file, in order.
 
     Bytes after the last LF are not yielded (a torn tail); the caller sees where lines stopped.
     """
+    chunk = CHUNK if chunk is None else chunk  # read at call time, so tests can shrink it
     pending = b""
     base = start  # file offset of pending[0]
     position = start
@@ -216,7 +218,7 @@ def loads(data):
     above as floats, which would change what a document says."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    if _LONG_NUMBER.search(data) is None:
+    if _TWENTY_DIGITS not in bytes(data).translate(_DIGITS_TO_ZERO):  # (a pattern \d{20} costs ~20 us a line)
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
