@@ -410,3 +410,25 @@ def test_the_deletion_scan_finds_a_needle_across_chunk_boundaries(tmp_path):
     for chunk in (1, 3, 7, 13, 1 << 20):
         assert _needles_in(str(path), [b"NEEDLE", b"absent"], chunk=chunk) == {b"NEEDLE"}, chunk
     assert _needles_in(str(tmp_path), [b"x"]) is None
+
+
+def test_a_command_prompt_during_a_rebuild_writes_nothing_and_says_so(cli, monkeypatch):
+    project, task = _task_with(cli, 300)
+    _drop_cache(project)
+    before = os.path.getsize(project.ledger)
+    monkeypatch.setattr(handlers, "REBUILD_THRESHOLD", 1000)
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "sess-9", "cwd": cli.workspace,
+               "turn_id": "t1", "prompt": "intent: must keep the tests green", "transcript_path": None}
+    read, write = os.pipe()
+    os.write(write, json.dumps(payload).encode())
+    os.close(write)
+    out_r, out_w = os.pipe()
+    run_hook("UserPromptSubmit", handlers.user_prompt_submit, stdin_fd=read, stdout_fd=out_w, env=cli.env)
+    os.close(out_w)
+    os.close(read)
+    answer = json.loads(os.read(out_r, 1 << 20))
+    os.close(out_r)
+    assert "CACHE_REBUILDING" in answer["systemMessage"] and "hookSpecificOutput" not in answer
+    assert os.path.getsize(project.ledger) == before  # nothing written
+    assert checkpoint.load(project, REDUCER).verified.count == 302  # rebuilt after the answer
+    assert not os.path.exists(os.path.join(cli.env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"))

@@ -262,10 +262,11 @@ def _run_prompt_commands(payload, runtime, prompt):
     except (IntentLoopError, OSError) as exc:  # a failure never blocks: the prompt goes on, the user is told
         from intent_loop.hook.runtime import log_failure
 
-        log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
         answer = {"system_message": prompt_answer.failure_line(exc)}
         if getattr(exc, "after_answer", None) is not None:  # CACHE_REBUILDING: nothing written, rebuild now
             answer["after_answer"] = exc.after_answer
+        else:
+            log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
         return answer
     local_only = prompt_answer.is_local_only(prompt, commands)
     if local_only and not _is_steering(payload):
