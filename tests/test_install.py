@@ -192,7 +192,8 @@ def _load_build_py():
 
 
 def test_binary_names_are_the_ones_installed_users_have():
-    assert BINARIES == ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop")
+    assert BINARIES == ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop",
+                        "intent-loop-mcp")
     assert all(hook.name.startswith(table.HOOK_PREFIX) for hook in table.HOOKS)
     assert not table.BY_NAME["intent-loop"].is_hook  # `is_ours` must never match the CLI itself
 
@@ -237,7 +238,9 @@ def test_install_over_the_previous_builds_installation_is_unchanged(home, name):
     result = json.loads(proc.stdout)
     assert (result["changed"], result["applied"], result["backup"]) == (False, False, None)
     assert (codex / "hooks.json").read_bytes() == before
-    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]
+    # issue 13: the same re-run adds the MCP server table an older installation lacks (docs/upgrading.md)
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["config.toml", "hooks.json"]
+    assert result["mcp"]["applied"] and "[mcp_servers.intent_loop]" in (codex / "config.toml").read_text()
     assert sorted(event for event, _m, _h in ours(json.loads(before))) == ["SessionStart", "Stop", "UserPromptSubmit"]
 
 
@@ -255,3 +258,26 @@ def test_install_over_a_previous_build_elsewhere_replaces_its_handlers_without_d
     assert sorted(event for event, _m, _h in found) == ["SessionStart", "Stop", "UserPromptSubmit"]
     assert all(os.path.dirname(h["command"].split(" ", 1)[1]) == os.path.realpath(DIST) for _e, _m, h in found)
     assert {"hooks": [FOREIGN]} in config["hooks"]["Stop"]
+
+
+@needs_dist
+@pytest.mark.parametrize("verb", ["install", "uninstall"])
+def test_hooks_json_nested_too_deeply_is_hooks_config_invalid_not_a_traceback(home, codex, verb):
+    content = "[" * 100_000 + "]" * 100_000
+    (codex / "hooks.json").write_text(content)
+    proc = run(verb, "--apply", home=home)
+    assert proc.returncode == 1 and "HOOKS_CONFIG_INVALID" in proc.stderr and "Traceback" not in proc.stderr
+    assert (codex / "hooks.json").read_text() == content
+
+
+@needs_dist
+def test_a_symlinked_hooks_json_is_written_through_and_stays_a_link(home, codex, tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    os.replace(codex / "hooks.json", dotfiles / "hooks.json")
+    os.symlink(dotfiles / "hooks.json", codex / "hooks.json")
+    proc = run("install", "--apply", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(codex / "hooks.json")
+    config = json.loads((dotfiles / "hooks.json").read_text())
+    assert ours(config) and FOREIGN in config["hooks"]["Stop"][0]["hooks"]

@@ -62,11 +62,9 @@ def register(subparsers):
 
 # -- status -------------------------------------------------------------------------------
 def _hook_failures(root):
-    try:
-        with open(os.path.join(root, "logs", "hook-failures.jsonl"), "rb") as fh:
-            return sum(1 for _ in fh)
-    except OSError:
-        return 0
+    from intent_loop.storage import failure_log
+
+    return len(failure_log.read(root).records)
 
 
 def task_rows(state):

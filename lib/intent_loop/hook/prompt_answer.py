@@ -97,16 +97,52 @@ def _last_row(items):
     return [*row, f"+{len(items) - len(row)} more: intent: show"]
 
 
+SHOWN_PROPOSALS = 2  # named one by one; the rest are a count (issue 13: at most two lines)
+
+
+def proposal_items(proposals):
+    """The agent's new proposals for the user's receipt line: never the user's words until confirmed."""
+    items = [f"agent proposes [{c['candidate_id'][:8]}] \"{_clipped(c['statement'], 60)}\": "
+             f"`intent: confirm {c['candidate_id'][:8]}` makes it yours" for c in proposals[:SHOWN_PROPOSALS]]
+    if len(proposals) > SHOWN_PROPOSALS:
+        items.append(f"+{len(proposals) - SHOWN_PROPOSALS} more agent proposals: `intent-loop candidate list`")
+    return items
+
+
 def _clipped(text, width):
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def failure_line(exc):
-    """What the user sees when the commands could not run: the code (docs/errors.md says what to
-    do; the message may name a pid or a path, so it stays in the log), and that the prompt went on."""
-    code = getattr(exc, "code", None) or type(exc).__name__
-    return f"{PREFIX}could not finish the `intent:` lines ({code}); the prompt went to the model as typed; " \
-           "see `intent-loop doctor`"
+_NEXT_STEP = {
+    "DEADLINE_EXCEEDED": "type them again in your next prompt",
+    "LOCK_TIMEOUT": "another intent-loop process held the project; type them again in your next prompt",
+    "WRITE_FAILED": "free disk space or fix permissions, then type them again",
+}
+
+
+def failure_code(exc):
+    from intent_loop.errors import IntentLoopError
+
+    if isinstance(exc, IntentLoopError):
+        return exc.code
+    if type(exc).__name__ == "HookDeadline":
+        return "DEADLINE_EXCEEDED"
+    return "INTERNAL_ERROR"
+
+
+def failure_line(exc, *, count):
+    """What the user (and the model) are told when a prompt's `intent:` lines could not be
+    recorded: how many, the code (docs/errors.md; the message may name a pid or a path, so it stays
+    in the log) and what to do. Never a bare continue:true: a command typed is never dropped unsaid."""
+    code = failure_code(exc)
+    what = _NEXT_STEP.get(code, "type them again; if it repeats, run `intent-loop doctor`")
+    noun = "command" if count == 1 else "commands"
+    return f"{PREFIX}{count} {noun} NOT recorded ({code}): {what}; the prompt went to the model as typed"
+
+
+def failure_answer(exc, *, count):
+    line = failure_line(exc, count=count)
+    return {"system_message": line, "context": line}
 
 
 def show_text(state, paths, session_hash):
@@ -122,10 +158,10 @@ def show_text(state, paths, session_hash):
     return compact_view(state, task_id)
 
 
-def local_answer(receipt, *, shown, help_text):
+def local_answer(receipt, *, shown, help_text, extra=()):
     """The `reason` of the block: the receipt, then the view and the verbs when asked for."""
     parts = [LOCAL_HEADER]
-    items = receipt_items(receipt)
+    items = receipt_items(receipt) + list(extra)
     if items:
         parts.append("\n".join("- " + item for item in items))
     if receipt.show_view:
