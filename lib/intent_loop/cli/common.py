@@ -88,8 +88,22 @@ def current_project(console):
     return project_paths(root, console.cwd)
 
 
+def load_checkpointed(paths):
+    """The project's Verified, leaving a checkpoint behind even when `cache/` was deleted (a large
+    unverified part is verified by the streaming verifier, see storage/ledger.py)."""
+    from intent_loop.storage.ledger import is_project_present
+    from intent_loop.storage.paths import check_regular_file, ensure_directory
+
+    if is_project_present(paths) and check_regular_file(paths.ledger) is not None:
+        try:
+            ensure_directory(paths.cache_dir)
+        except IntentLoopError:
+            pass  # the cache is an accelerator: without it the read still verifies
+    return load_verified(paths, REDUCER)
+
+
 def load_state(paths):
-    return load_verified(paths, REDUCER).state
+    return load_checkpointed(paths).state
 
 
 def pick_task(state, task_option):
