@@ -252,3 +252,35 @@ def test_fold_stream_continues_after_a_missing_lf(tmp_path):
     expected = ledger.fold_lines(data, ledger.empty_verified(CountingReducer()), CountingReducer(),
                                  project_id=PROJECT)
     assert _state(verified) == _state(expected) and not verified.missing_lf
+
+
+_ENVELOPE_VARIANTS = [
+    ("event_id", "not-a-uuid"), ("event_id", "12345678-1234-4234-8234-123456789ABC"),
+    ("event_id", "12345678-1234-4234-8234-123456789abc-"), ("event_id", "123456781-234-4234-8234-123456789abc"),
+    ("event_id", 5), ("event_id", None),
+    ("task_id", "12345678-1234-4234-8234-123456789ABC"), ("task_id", "x"), ("task_id", 5), ("task_id", None),
+    ("actor", "root"), ("actor", 1), ("actor", None), ("actor", "evidence"),
+    ("event_type", ""), ("event_type", 5), ("event_type", None), ("event_type", '"quoted'), ("event_type", "\\x"),
+    ("occurred_at", "2026-01-01T00:00:00"), ("occurred_at", 5), ("occurred_at", "Z"),
+    ("request_id", 5), ("request_id", None), ("request_id", ""),
+    ("payload", []), ("payload", "x"), ("payload", None),
+    ("project_id", "q" * 64), ("project_id", 5), ("schema_version", 2), ("schema_version", True),
+]
+
+
+_VALID_VARIANTS = [("task_id", None), ("actor", "evidence"), ("event_type", '"quoted'), ("event_type", "\\x"),
+                   ("request_id", ""), ("occurred_at", "Z")]
+
+
+@pytest.mark.parametrize(("field", "value"), _ENVELOPE_VARIANTS)
+def test_envelope_rules_hold_on_the_fast_paths(tmp_path, field, value):
+    """A line that is canonical and correctly hashed but breaks an envelope rule is judged alike by
+    the stdlib verifier and both fast paths (verify_line, and fold_stream's inlined loop)."""
+    first, first_line = _seal({"n": 1})
+    event = dict(first, **{field: value})
+    second, second_line = sealing.chain(event, prev_hash=first["event_hash"])
+    _agree(second_line[:-1], first["event_hash"])
+    stream, lines = _fold_both(tmp_path, first_line + second_line, chunk=1 << 20)
+    assert stream == lines
+    valid = (field, value) in _VALID_VARIANTS
+    assert lines[0] == ("ok" if valid else "error")

@@ -23,7 +23,15 @@ import orjson
 
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import fast_os
-from intent_loop.storage.ledger import ENVELOPE_KEYS, SCHEMA_VERSION, RequestAssembler, _malformed, check_line
+from intent_loop.storage.ledger import (
+    ACTORS,
+    ENVELOPE_KEYS,
+    REQUEST_EVENT_COUNT,
+    SCHEMA_VERSION,
+    RequestAssembler,
+    _malformed,
+    check_line,
+)
 from intent_loop.storage.line_hash import HASH_FIELD
 
 CHUNK = 1 << 20  # bytes read per pread: bounded memory, few system calls
@@ -34,46 +42,48 @@ _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _TWENTY_DIGITS = b"0" * 20
 _EXPONENT = re.compile(rb"e[-+]\d[,\]}]").search  # a literal first byte: the engine skips ahead fast
 _DIGITS = frozenset(b"0123456789")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").fullmatch
+_DELIMITERS = (b",", b"]", b"}")
 _HEX64 = re.compile(r"[0-9a-f]{64}").fullmatch
 
 
 def _float_risk(line):
-    """Could the line hold a float whose orjson form differs from the stdlib's? A fixed form below
-    1e-4 (orjson "0.00001", stdlib "1e-05") or a one-digit exponent after a digit ("1e-7" vs
-    "1e-07"). A line that orjson re-serialises byte for byte but holds one of these goes to the
-    stdlib check. (No alternation in one pattern: without a literal prefix a pattern costs ~25 us
-    a line.)"""
+    """Could the line (or a chunk of lines) hold a float whose orjson form differs from the
+    stdlib's? A fixed form below 1e-4 (orjson "0.00001", stdlib "1e-05") or a one-digit exponent
+    after a digit ("1e-7" vs "1e-07"). A line that orjson re-serialises byte for byte but holds one
+    of these goes to the stdlib check.
+
+    This runs over every byte a full verification reads, so it is written for scanning speed:
+    substring searches instead of a pattern (a pattern with the literal prefix "e" stops at every
+    "e" in the text, about 2 us a line), a one-byte search for "+" first (almost no ledger holds
+    one, and a one-byte search is ten times faster than a two-byte one), and the "e-" hits (a few
+    in every chunk: UUIDs and words) checked by hand. The same predicate as
+    `e[-+]\\d[,\\]}]` preceded by a digit."""
     if b"0.0000" in line:
         return True
-    if b"e-" not in line and b"e+" not in line:
+    if b"+" in line and _EXPONENT(line) is not None:  # rare: the full pattern, signs of both kinds
+        found = _EXPONENT(line)
+        while found is not None:
+            at = found.start()
+            if at > 0 and line[at - 1] in _DIGITS:
+                return True
+            found = _EXPONENT(line, at + 1)
         return False
-    found = _EXPONENT(line)
-    while found is not None:
-        at = found.start()
-        if at > 0 and line[at - 1] in _DIGITS:
+    at = line.find(b"e-")
+    while at >= 0:
+        if (0 < at and line[at - 1] in _DIGITS and line[at + 2 : at + 3].isdigit()
+                and line[at + 3 : at + 4] in _DELIMITERS):
             return True
-        found = _EXPONENT(line, at + 1)
+        at = line.find(b"e-", at + 2)
     return False
 
 
-# The canonical line starts with its first three fields (keys sorted): one anchored match checks
-# the actor, the event_hash's 64 hex digits and the event_id's UUID shape on the raw bytes, which
-# the canonical check ties to the parsed values (hex digits and dashes need no escaping).
+# The canonical line starts with its first four fields (keys sorted): one anchored match checks the
+# actor, the event_hash's 64 hex digits, the event_id's UUID shape and a non-empty event_type on the
+# raw bytes, which the canonical check ties to the parsed values (hex digits and dashes need no
+# escaping; a first character that is a quote or backslash only sends the line to check_line).
 _HEAD = re.compile(rb'\{"actor":"(?:user|agent|evidence|system)","event_hash":"[0-9a-f]{64}","event_id":"'
-                   rb'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}","event_type":"[^"]').match
-
-
-def _envelope_ok(event, line):
-    """ledger._check_envelope_types as a predicate, for a line that orjson re-serialises byte for
-    byte (checked afterwards by the caller). prev_hash needs no check of its own: the caller
-    compares it with the previous line's verified event_hash (or None)."""
-    task_id, occurred_at = event["task_id"], event["occurred_at"]
-    return (_HEAD(line) is not None
-            and (task_id is None or (type(task_id) is str and _UUID(task_id) is not None))
-            and type(occurred_at) is str and occurred_at.endswith("Z")
-            and type(event["project_id"]) is str and type(event["request_id"]) is str
-            and type(event["payload"]) is dict)
+                   rb'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}","event_type":"[^"\\]').match
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").fullmatch
 
 
 def verify_line(line, *, line_no, project_id, prev_hash):
@@ -85,31 +95,43 @@ def verify_line(line, *, line_no, project_id, prev_hash):
     return event
 
 
-def _fast_event(line, project_id, prev_hash):
-    """The event when the fast path can accept the line outright, else None (never raises)."""
+def _fast_event(line, project_id, prev_hash, float_risk=True):
+    """The event when the fast path can accept the line outright, else None (never raises).
+
+    `ledger._check_envelope_types` as direct comparisons on the parsed dict, none of them repeated
+    by a later check: the event_hash needs no shape check (it must equal the sha256 hexdigest
+    computed here), prev_hash none (it must equal the previous line's verified event_hash, or None;
+    callers pass a 64-hex-digit one) and project_id none (it must equal the project's). Once the
+    line is what orjson writes for the dict, the parsed values are the line's. `float_risk=False`:
+    the caller found no risky float anywhere in the chunk holding the line.
+    """
     try:
         event = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-    if (type(event) is not dict or event.keys() != ENVELOPE_KEYS or type(event["schema_version"]) is not int
-            or event["schema_version"] != SCHEMA_VERSION or event["project_id"] != project_id
-            or event["prev_hash"] != prev_hash):
+    if (type(event) is not dict or event.keys() != ENVELOPE_KEYS or event["prev_hash"] != prev_hash
+            or event["project_id"] != project_id or type(event["schema_version"]) is not int
+            or event["schema_version"] != SCHEMA_VERSION):
         return None
-    if not _envelope_ok(event, line):
+    actor, event_type, occurred_at = event["actor"], event["event_type"], event["occurred_at"]
+    event_id, task_id = event["event_id"], event["task_id"]
+    if (actor not in ACTORS or type(event_type) is not str or not event_type
+            or type(occurred_at) is not str or not occurred_at.endswith("Z")
+            or type(event["request_id"]) is not str or type(event["payload"]) is not dict
+            or type(event_id) is not str or _UUID(event_id) is None
+            or (task_id is not None and (type(task_id) is not str or _UUID(task_id) is None))):
         return None
     try:
         if orjson.dumps(event, option=_SORT) != line:
             return None
     except orjson.JSONEncodeError:  # an orjson limit (depth 255, a number it cannot write): the stdlib decides
         return None
-    if _float_risk(line):
+    if float_risk and _float_risk(line):
         return None
-    start = 11 + len(event["actor"])  # len('{"actor":"') + actor + closing quote
+    start = 11 + len(actor)  # len('{"actor":"') + actor + closing quote
     if line[start : start + _HASH_AT] != HASH_FIELD:
         return None
-    digest = hashlib.sha256(line[:start])
-    digest.update(line[start + _AFTER_HASH :])
-    if digest.hexdigest() != event["event_hash"]:
+    if hashlib.sha256(line[:start] + line[start + _AFTER_HASH :]).hexdigest() != event["event_hash"]:
         return None
     return event
 
@@ -167,23 +189,71 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
     # on damage `verified` is exactly the valid prefix before the bad line's request
     size, count, last_hash, last_start, missing_lf = (verified.size, verified.count, verified.last_hash,
                                                       verified.last_line_start, verified.missing_lf)
+    # The loop below is `iter_lines` inlined, with the per-line work kept to what the checks need:
+    # this is the hot path of every full verification (about 20 us a line). A chunk in which
+    # `_float_risk` finds nothing holds no line it would find anything in (the search runs over
+    # the same bytes), so one search per chunk replaces one per line; a chunk with a hit checks
+    # its lines one by one. A request of one event (no marker, or a marker of 1) with no request
+    # open is folded at once, which is `RequestAssembler.add`'s answer for it.
+    loads, dumps, sort, decode_error, sha256 = orjson.loads, orjson.dumps, _SORT, orjson.JSONDecodeError, hashlib.sha256
+    keys, head, uuid, count_key = ENVELOPE_KEYS, _HEAD, _UUID, REQUEST_EVENT_COUNT
+    hash_at, after_hash = _HASH_AT, _AFTER_HASH
+    pending, base, position = b"", start, start
     try:
-        for offset, line in iter_lines(fd, start, limit):
-            line_no += 1
-            event = _fast_event(line, project_id, prev)
-            if event is None:
-                event = check_line(line, line_no=line_no, project_id=project_id, prev_hash=prev)
-            prev, after = event["event_hash"], offset + len(line) + 1
-            ranges.append((offset, after))
-            done = assembler.add(event, line_no)
-            if done is not None:
-                for complete, (first, stop) in zip(done, ranges, strict=True):
-                    apply(state, complete)
+        while position < limit:
+            data = fast_os.pread(fd, min(CHUNK, limit - position), position)
+            if not data:
+                break
+            position += len(data)
+            block = pending + data if pending else data
+            lines = block.split(b"\n")
+            pending = lines.pop()  # bytes after the block's last LF: the next block's first line
+            risky = _float_risk(block)
+            offset = base
+            for line in lines:
+                line_no += 1
+                # `_fast_event` inlined (a call per line is measurable here); any doubt goes to check_line
+                event = None
+                try:
+                    event = loads(line)
+                except decode_error:
+                    pass
+                if (type(event) is not dict or event.keys() != keys or event["prev_hash"] != prev
+                        or event["project_id"] != project_id or head(line) is None
+                        or event["schema_version"] != SCHEMA_VERSION or type(event["schema_version"]) is not int
+                        or type(event["request_id"]) is not str or type(event["payload"]) is not dict
+                        or type(event["occurred_at"]) is not str or not event["occurred_at"].endswith("Z")
+                        or ((task_id := event["task_id"]) is not None
+                            and (type(task_id) is not str or uuid(task_id) is None))
+                        or dumps(event, option=sort) != line or (risky and _float_risk(line))):
+                    event = None
+                else:
+                    at = 11 + len(event["actor"])
+                    if (line[at : at + hash_at] != HASH_FIELD
+                            or sha256(line[:at] + line[at + after_hash :]).hexdigest() != event["event_hash"]):
+                        event = None
+                if event is None:
+                    event = check_line(line, line_no=line_no, project_id=project_id, prev_hash=prev)
+                prev, after = event["event_hash"], offset + len(line) + 1
+                marker = event["payload"].get(count_key)
+                if not assembler.remaining and (marker is None or (marker == 1 and type(marker) is int)):
+                    apply(state, event)
                     if on_event is not None:
-                        on_event(complete, first, stop)
-                ranges.clear()
-                last_start, last_hash, count, size = offset, prev, line_no, after
-            if on_progress is not None and line_no % 4096 == 0:
+                        on_event(event, offset, after)
+                    last_start, last_hash, count, size = offset, prev, line_no, after
+                else:
+                    ranges.append((offset, after))
+                    done = assembler.add(event, line_no)
+                    if done is not None:
+                        for complete, (first, stop) in zip(done, ranges, strict=True):
+                            apply(state, complete)
+                            if on_event is not None:
+                                on_event(complete, first, stop)
+                        ranges.clear()
+                        last_start, last_hash, count, size = offset, prev, line_no, after
+                offset = after
+            base = offset
+            if on_progress is not None:
                 on_progress(after - start, total)
         if after < limit and limit == end:  # after the last LF: a line missing only its LF, or a torn one
             tail = fast_os.pread(fd, limit - after, after)
