@@ -284,3 +284,24 @@ def test_envelope_rules_hold_on_the_fast_paths(tmp_path, field, value):
     assert stream == lines
     valid = (field, value) in _VALID_VARIANTS
     assert lines[0] == ("ok" if valid else "error")
+
+
+def _canonical_outcome(fn, value):
+    try:
+        return ("ok", fn(value))
+    except IntentLoopError as exc:
+        return ("error", exc.code)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(payload=st.dictionaries(_text, _json, max_size=5))
+def test_the_bulk_canonical_form_is_the_stdlib_one(payload):
+    """bulk_verify.canonical_bytes (orjson where it writes the same bytes; the rewrite of a deletion
+    re-chains every later line with it) gives exactly canonical.canonical_bytes, or its error."""
+    from intent_loop.storage import canonical
+
+    event = {"actor": "user", "payload": payload, "prev_hash": None, "task_id": TASK}
+    assert (_canonical_outcome(bulk_verify.canonical_bytes, event)
+            == _canonical_outcome(canonical.canonical_bytes, event))
+    parsed = json.loads(json.dumps(payload))  # what a parsed ledger line holds
+    assert bulk_verify.canonical_bytes(parsed) == canonical.canonical_bytes(parsed)

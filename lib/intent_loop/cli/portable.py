@@ -4,6 +4,7 @@ import stat
 import sys
 
 from intent_loop.cli.common import (
+    REWRITE_DEADLINE,
     add_json_flag,
     add_task_option,
     current_project,
@@ -149,12 +150,12 @@ def _report(console, args, result):
 def cmd_delete_task(args, console):
     paths = current_project(console)
     result = deletion.delete_task(paths, args.id, confirm=args.confirm, workspace=paths.root, env=console.env,
-                                  deadline=deadline())
+                                  deadline=deadline(REWRITE_DEADLINE))
     return _report(console, args, result)
 
 
 def cmd_delete_claim(args, console):
     paths = current_project(console)
     result = deletion.delete_claim(paths, args.id, confirm=args.confirm, workspace=paths.root, env=console.env,
-                                   deadline=deadline())
+                                   deadline=deadline(REWRITE_DEADLINE))
     return _report(console, args, result)

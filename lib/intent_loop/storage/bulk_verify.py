@@ -280,6 +280,26 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
     return verified
 
 
+def canonical_bytes(value):
+    """`canonical.canonical_bytes(value)` for a value parsed from JSON (no NaN or infinity, which
+    orjson would write as null), produced by orjson where it writes the same bytes.
+
+    orjson and the stdlib's canonical form differ only where `verify_line` already distrusts
+    orjson: the floats `_float_risk` finds, integers of 2^64 and above, nesting past orjson's
+    limit and lone surrogates (orjson refuses the last three). So orjson's bytes are returned
+    when orjson accepts the value and they hold no risky float, else the stdlib decides (and
+    raises what it raises). The property test in tests/test_bulk_verify.py checks they agree."""
+    try:
+        data = orjson.dumps(value, option=_SORT)
+    except orjson.JSONEncodeError:
+        data = None
+    if data is None or _float_risk(data):
+        from intent_loop.storage.canonical import canonical_bytes as stdlib_canonical_bytes
+
+        return stdlib_canonical_bytes(value)
+    return data
+
+
 def loads(data):
     """Parse one JSON document with orjson, re-parsed by the stdlib when orjson refuses it (a very
     large integer, deep nesting): ValueError when neither can, never a RecursionError.
