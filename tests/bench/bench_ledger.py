@@ -81,7 +81,7 @@ def draft(tag):
 """
 
 
-CACHE_FILES = ("state.json", "requests.idx")  # the derived state a previous writer leaves behind
+CACHE_FILES = ("v2.root", "requests.idx")  # the derived state a previous writer leaves behind
 
 
 def percentile(samples, fraction):

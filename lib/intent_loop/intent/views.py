@@ -31,9 +31,10 @@ def _label_for(claim):
 def durable_records(state, task_id):
     """Active long-term claims of the project's other tasks: durable rules carry across tasks."""
     out = []
-    for other_id in sorted(state["tasks"]):
-        task = state["tasks"][other_id]
-        if other_id == task_id or task["mode"] != "on":
+    index = state.get("durable")  # task ids holding an active long-term claim: no scan of every task
+    for other_id in sorted(set(index.values()) if index is not None else state["tasks"]):
+        task = state["tasks"].get(other_id)
+        if task is None or other_id == task_id or task["mode"] != "on":
             continue
         out.extend(r for r in active_claims(task) if r["claim"]["scope"] == "long_term")
     out.sort(key=lambda r: (r["seq"], r["claim"]["claim_id"]))

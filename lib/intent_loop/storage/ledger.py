@@ -129,16 +129,21 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
     """Verify and fold every complete line after `verified.size`; mutates `verified`.
 
     `data` holds the ledger's bytes from file offset `base` (<= verified.size) to its end, so a
-    caller resuming from a checkpoint reads only the suffix.
+    caller resuming from a checkpoint reads only the suffix. A reducer with `wants_position`
+    set is also told each line's place, `apply(state, event, (offset, length without LF))`.
     """
     offset = verified.size - base
     end = data.rfind(b"\n") + 1
     line_no = verified.count
+    positioned = getattr(reducer, "wants_position", False)
     while offset < end:
         stop = data.index(b"\n", offset)
         line_no += 1
         event = check_line(data[offset:stop], line_no=line_no, project_id=project_id, prev_hash=verified.last_hash)
-        reducer.apply(verified.state, event)
+        if positioned:
+            reducer.apply(verified.state, event, (base + offset, stop - offset))
+        else:
+            reducer.apply(verified.state, event)
         verified.last_line_start = base + offset
         verified.last_hash = event["event_hash"]
         offset = stop + 1

@@ -5,7 +5,7 @@ import time
 from intent_loop.storage import fast_os, quarantine
 from intent_loop.storage import lock as lock_mod
 from intent_loop.storage.canonical import canonical_bytes, sha256_hex
-from intent_loop.storage.checkpoint import STATE_FILE
+from intent_loop.storage.checkpoint import ROOT_FILE
 from intent_loop.storage.event_list import verified_prefix as ledger_verified_prefix
 from intent_loop.storage.paths import check_regular_file, ensure_project_layout
 
@@ -45,7 +45,7 @@ def cut_to_verified_prefix(paths, *, deadline, on_progress=None):
                            mode=0o600)
         replace_atomically(paths.ledger, prefix)
         try:
-            fast_os.unlink(fast_os.path.join(paths.cache_dir, STATE_FILE))
+            fast_os.unlink(fast_os.path.join(paths.cache_dir, ROOT_FILE))  # its shards then vouch for nothing
         except FileNotFoundError:
             pass
     return {"applied": True, "verified_lines": count, "verified_bytes": len(prefix),

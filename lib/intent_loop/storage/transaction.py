@@ -160,8 +160,12 @@ class Transaction:
 
     def _advance(self, lines, events, first_offset):
         offset = first_offset
+        positioned = getattr(self.reducer, "wants_position", False)
         for event, line in zip(events, lines, strict=False):
-            self.reducer.apply(self.verified.state, event)
+            if positioned:  # the cache points at the line instead of copying its text
+                self.reducer.apply(self.verified.state, event, (offset, len(line) - 1))
+            else:
+                self.reducer.apply(self.verified.state, event)
             self.verified.last_line_start = offset
             offset += len(line)
         self.verified.size = offset
