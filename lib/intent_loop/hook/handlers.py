@@ -12,6 +12,7 @@ from intent_loop.storage.paths import check_real_directory, project_paths, resol
 # Only what every call needs is imported here; the ledger, command handling, views, publishing
 # and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
 # A project intent-loop has never written to has no state to read.
+SEEN_PREFIX = "v2.seen-"
 NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task_id": None, "seq": 0}}
 
 
@@ -57,7 +58,9 @@ class HookContext:
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
 
     def _seen_path(self):
-        return fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+        # Format 2 (with the sharded cache): a format-1 `seen-<session>.json` is never read; it is
+        # removed when this session's record is first written again, or with the rest of cache/.
+        return fast_os.path.join(self.paths.cache_dir, f"{SEEN_PREFIX}{self.session}.json")
 
     def _write_seen(self, record):
         if fast_os.path.isdir(self.paths.cache_dir):
@@ -67,6 +70,11 @@ class HookContext:
                 replace_atomically(self._seen_path(), canonical_bytes(record), durable=False)
             except IntentLoopError:
                 return
+            if self._seen_record is None or not self._seen_record:
+                try:
+                    fast_os.unlink(fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json"))
+                except OSError:
+                    pass
             self._seen_record = record
 
     def remember_view(self, text, state):
@@ -82,8 +90,15 @@ class HookContext:
         self._write_seen(record)
 
     def unseen_changes(self):
+        """What locally answered prompts changed, for the model. The record is a deletable cache,
+        so only texts in the shapes change_items makes (fixed words, verbs, short ids) are used:
+        a hand-edited record cannot put words into the model's context."""
         items = self._seen().get("unseen")
-        return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
+        if not isinstance(items, list) or not items:
+            return []
+        from intent_loop.hook.prompt_answer import is_change_item
+
+        return [item for item in items if is_change_item(item)]
 
     def _seen(self):
         if self._seen_record is None:
