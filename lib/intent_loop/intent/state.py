@@ -21,7 +21,10 @@ def signal_digest(key):
 
 
 class ProjectReducer:
-    """Folds events into {tasks, sessions, candidates, signals, durable}; JSON-serializable throughout.
+    """Folds events into {tasks, sessions, candidates, signals, durable, modes}; JSON-serializable throughout.
+
+    `durable` maps each active long-term claim to its task and `modes` each task that is not "on"
+    to its mode, so the hook view finds the durable rules of other tasks without reading them all.
 
     `apply` takes the event's ledger position (offset, length of the line without its LF) when
     the caller knows it (every fold of verified lines does): claims, labels, candidates and
@@ -35,7 +38,7 @@ class ProjectReducer:
 
     def initial(self):
         return {"seq": 0, "tasks": {}, "sessions": {}, "candidates": {}, "signals": {},
-                "last_change": {"task_id": None, "seq": 0}, "durable": {}}
+                "last_change": {"task_id": None, "seq": 0}, "durable": {}, "modes": {}}
 
     def apply(self, state, event, position=None):
         state["seq"] += 1
@@ -82,6 +85,8 @@ class ProjectReducer:
         if task["label"] is not None:
             task["refs"]["label"] = _ref(at, event)
         state["tasks"][event["task_id"]] = task
+        if task["mode"] != "on":
+            state["modes"][event["task_id"]] = task["mode"]
         for index, claim in enumerate(payload.get("initial_claims", [])):
             self._add_claim(state, task, claim, event, at, provenance="direct", where=("initial_claims", index))
         if payload.get("host_session_hash"):
@@ -97,6 +102,10 @@ class ProjectReducer:
 
     def _on_mode_set(self, state, event, payload, at):
         state["tasks"][event["task_id"]]["mode"] = payload["mode"]
+        if payload["mode"] == "on":
+            state["modes"].pop(event["task_id"], None)
+        else:
+            state["modes"][event["task_id"]] = payload["mode"]
 
     # -- claims --------------------------------------------------------------------------
     def _add_claim(self, state, task, claim, event, at, *, provenance, where=("claim",)):

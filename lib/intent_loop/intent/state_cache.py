@@ -85,6 +85,32 @@ def _encode_candidates(candidates):
     return out
 
 
+def _encode_durable(state, source):
+    """{claim_id: [task_id, seq, ref]}: the hook view builds other tasks' durable records from
+    the root alone. A task not loaded since the root was read still has the root's entry."""
+    tasks = state["tasks"]
+    out = {}
+    for claim_id, task_id in state["durable"].items():
+        if source is not None and not source.recovered and not tasks.is_loaded(task_id):
+            out[claim_id] = source.root["durable"][claim_id]
+            continue
+        record = tasks[task_id]["claims"][claim_id]
+        if record.get("at") is None:
+            raise _not_cacheable()
+        out[claim_id] = [task_id, record["seq"], record["at"]]
+    return out
+
+
+def durable_record(state, task_id, claim_id):
+    """The record of an active long-term claim, from the root's pointer while its task is not loaded."""
+    source = _source_of(state)
+    tasks = state["tasks"]
+    if source is None or source.recovered or tasks.is_loaded(task_id):
+        task = tasks.get(task_id)
+        return None if task is None else task["claims"].get(claim_id)
+    return source.durable_record(claim_id) or tasks[task_id]["claims"].get(claim_id)
+
+
 def _stored(state, field):
     """A map's items as a plain dict, for plain and lazy states alike."""
     value = state[field]
@@ -109,8 +135,8 @@ def split(state):
         encoded_candidates = source.root["candidates"]  # never resolved: what the root said still holds
     else:
         encoded_candidates = _encode_candidates(_stored(state, "candidates"))
-    root = {"seq": state["seq"], "last_change": state["last_change"], "durable": state["durable"],
-            "candidates": encoded_candidates}
+    root = {"seq": state["seq"], "last_change": state["last_change"], "modes": state["modes"],
+            "durable": _encode_durable(state, source), "candidates": encoded_candidates}
     shards = {}
     if full:
         for task_id, task in _stored(state, "tasks").items():
@@ -236,6 +262,25 @@ class _Source:
                and (event_type is None or event["event_type"] == event_type))
         return event
 
+    def durable_record(self, claim_id):
+        """None after a failed check (the caller then reads the task itself, which recovers)."""
+        try:
+            owner, seq, ref = self.root["durable"][claim_id]
+            _check(isinstance(owner, str) and _is_count(seq) and _is_ref(ref, 4))
+            events = self.store.events([ref[:3]])
+            event = self._event(events, ref, owner, None)
+            field, provenance = CLAIM_SOURCES[event["event_type"]]
+            where = ref[3:]
+            _check(where[0] == field and len(where) == (1 if field == "claim" else 2))
+            claim = event["payload"][field] if field == "claim" else event["payload"][field][where[1]]
+            _check(isinstance(claim, dict) and claim.get("claim_id") == claim_id)
+        except (Untrusted, KeyError, IndexError, TypeError, ValueError, AttributeError):
+            if self.strict:
+                raise Untrusted("durable") from None
+            return None
+        return {"claim": claim, "state": "active", "seq": seq, "event_id": ref[2], "provenance": provenance,
+                "ended_by": None, "at": ref}
+
     def _candidates(self, encoded):
         _check(isinstance(encoded, dict))
         for value in encoded.values():
@@ -287,7 +332,9 @@ def join(reducer, root, store, *, paths, checkpoint):
            and isinstance(root["candidates"], dict) and isinstance(root["last_change"], dict)
            and _is_count(root["last_change"].get("seq"))
            and (root["last_change"].get("task_id") is None or isinstance(root["last_change"]["task_id"], str))
-           and all(isinstance(k, str) and isinstance(v, str) for k, v in root["durable"].items()))
+           and all(isinstance(k, str) and isinstance(v, list) and v and isinstance(v[0], str)
+                   for k, v in root["durable"].items())
+           and isinstance(root["modes"], dict) and all(m in MODES for m in root["modes"].values()))
     source = _Source(reducer, store, root, paths=paths, checkpoint=checkpoint)
     names = list(store.table)
     task_names = [n for n in names if n.startswith("t-")]
@@ -297,8 +344,8 @@ def join(reducer, root, store, *, paths, checkpoint):
         "signals": LazyMap(source, shard_of=_signal_shard, names=[n for n in names if n.startswith("g-")]),
         "candidates": LazyMap(source, shard_of=_candidate_shard, names=["c"] if root["candidates"] else []),
     }
-    return {"seq": root["seq"], "last_change": dict(root["last_change"]), "durable": dict(root["durable"]),
-            **source.maps}
+    return {"seq": root["seq"], "last_change": dict(root["last_change"]), "modes": dict(root["modes"]),
+            "durable": {claim_id: entry[0] for claim_id, entry in root["durable"].items()}, **source.maps}
 
 
 def materialize(state):
@@ -322,7 +369,7 @@ def plain(state, *, strict=False):
     finally:
         if source is not None:
             source.strict = False
-    out.update(seq=state["seq"], last_change=state["last_change"], durable=state["durable"])
+    out.update(seq=state["seq"], last_change=state["last_change"], durable=state["durable"], modes=state["modes"])
     return out
 
 

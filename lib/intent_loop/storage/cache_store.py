@@ -82,6 +82,8 @@ class Store:
         entry = self.table.get(name)
         if entry is None:
             return None
+        if not (is_shard_name(name) and type(entry) is int and entry >= 0):
+            raise Untrusted(name)
         count, slot = divmod(entry, 2)
         doc = read_framed(shard_path(self.paths, name, slot))
         if doc is None or doc.get("gen") != self.gen or doc.get("name") != name or doc.get("count") != count:
@@ -194,6 +196,9 @@ class LazyMap:
     def shard_items(self, name):
         """The loaded items of one shard (for writing it)."""
         return {ik: v for ik, v in self._items.items() if self._shard_of(ik) == name}
+
+    def is_loaded(self, key):
+        return self._shard_of(self._k(key)) in self._loaded
 
     def mark(self, key):
         self.dirty.add(self._shard_of(self._k(key)))

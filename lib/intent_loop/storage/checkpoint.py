@@ -89,8 +89,6 @@ def _load_root(paths, reducer):
     checkpoint = _checkpoint_of(doc)
     if checkpoint is None or not isinstance(doc.get("gen"), str) or not isinstance(doc.get("shards"), dict):
         return None, None
-    if not all(cache_store.is_shard_name(n) and _count(e) for n, e in doc["shards"].items()):
-        return None, None
     return doc, checkpoint
 
 
