@@ -10,7 +10,8 @@ import hashlib
 import os
 
 from intent_loop.intent import claims as claims_mod
-from intent_loop.storage import ledger, paths as paths_mod, sealing
+from intent_loop.storage import ledger, sealing
+from intent_loop.storage import paths as paths_mod
 
 TASKS = 300
 CLAIMS_PER_TASK = 10
