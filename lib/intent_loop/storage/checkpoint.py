@@ -18,6 +18,7 @@ from intent_loop.storage import cache_store, fast_os
 
 CACHE_FORMAT = 2
 ROOT_FILE = cache_store.ROOT_FILE
+STATE_FILE = ROOT_FILE  # the name callers unlink to drop the checkpoint (its shards then vouch for nothing)
 OLD_FILES = ("state.json",)  # format 1: ignored, removed when format 2 is first written
 
 
