@@ -1,4 +1,5 @@
 """Verified physical deletion of a task or a claim: confirmation, re-chain, derived copies, scan."""
+import json
 import os
 import time
 
@@ -291,3 +292,36 @@ def test_cli_delete_task_paths(cli, project):
     assert verify_all(project, REDUCER).count == 0
     rc, _out, _err = cli("delete")
     assert rc == 2
+
+
+def test_delete_one_claim_of_a_multi_claim_request_then_append(cli, project):
+    """Deletion drops one event of a three-event request: the request's first event must state its
+    new length (request_event_count), or every later append would be read as damage."""
+    task_id, _ = start(project, cli, ["the goal"])
+    holder = {}
+
+    def three_claims(state):
+        the_plan = tasks.Plan(state, now=format_utc(time.time()))
+        claims = [tasks.user_claim(the_plan, statement=s, facets=["hard_constraint"], scope="task",
+                                   source_ref={"kind": "user_event", "event_id": "prompt-1"})
+                  for s in ("must: keep a", "must: keep b", "must: keep c")]
+        for claim in claims:
+            tasks.add_claim(the_plan, task_id=task_id, claim=claim)
+        holder["claims"] = [c["claim_id"] for c in claims]
+        return the_plan.drafts
+
+    mutate(project, REDUCER, request_id="test:three-claims", operation="test.three", params={},
+           plan=three_claims, deadline=_deadline())
+    middle = holder["claims"][1]
+    deletion.delete_claim(project, middle, confirm=f"DELETE CLAIM {middle}", workspace=cli.workspace,
+                          env=cli.env, deadline=_deadline())
+    counts = [e["payload"].get("request_event_count")
+              for e in (json.loads(line) for line in _ledger(project).splitlines())
+              if e["request_id"] == "test:three-claims"]
+    assert counts == [2, None]
+
+    cli.json("claim", "add", "must-not", "touch", "vendor/")
+    state = verify_all(project, REDUCER).state
+    active = [r["claim"]["claim_id"] for r in state["tasks"][task_id]["claims"].values() if r["state"] == "active"]
+    assert middle not in active and holder["claims"][0] in active and holder["claims"][2] in active
+    assert load_verified(project, REDUCER).count == verify_all(project, REDUCER).count

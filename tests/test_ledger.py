@@ -6,6 +6,7 @@ import re
 import shutil
 import stat
 import time
+import uuid
 
 import pytest
 
@@ -550,11 +551,11 @@ def _torn_tail(kind, project):
         return b'{"actor":"user","event_hash":"' + TORN_MARKER
     event = json.loads(ledger_lines(project.ledger)[-1])
     event.update(prev_hash=event["event_hash"], event_id="6f1d2c3b-4a59-4687-9abc-def012345678",
-                 request_id="torn", payload={"value": TORN_MARKER.decode()})
-    return _line(_reseal(event))  # a whole event, but without its LF: still a torn tail
+                 request_id="torn", payload={"value": TORN_MARKER.decode(), "request_event_count": 2})
+    return _line(_reseal(event)) + b"\n"  # the first of a request's two lines: the second never came
 
 
-@pytest.mark.parametrize("kind", ["partial", "complete-without-lf"])
+@pytest.mark.parametrize("kind", ["partial", "incomplete-request"])
 def test_torn_tail_is_ignored_by_reads_and_quarantined_by_digest_only(project, kind):
     _fill(project, 3)
     tail = _torn_tail(kind, project)
@@ -579,6 +580,69 @@ def test_torn_tail_is_ignored_by_reads_and_quarantined_by_digest_only(project, k
     assert files_containing(project.data_root, TORN_MARKER) == []
     assert read_bytes(project.ledger) == clean + _line(events[0]) + b"\n"
     assert ledger.verify_all(project, CountingReducer()).count == 4
+
+
+def _next_event(project, *, request_id, value, count=None):
+    event = json.loads(ledger_lines(project.ledger)[-1])
+    payload = {"value": value} if count is None else {"value": value, "request_event_count": count}
+    event.update(prev_hash=event["event_hash"], event_id=str(uuid.uuid4()), request_id=request_id, payload=payload)
+    return _reseal(event)
+
+
+def test_a_last_line_without_its_lf_is_projected_and_the_next_append_writes_the_lf_first(project):
+    _fill(project, 2)
+    with open(project.ledger, "ab") as fh:
+        fh.write(_line(_next_event(project, request_id="hand-edited", value="kept")))  # no LF
+    before = read_bytes(project.ledger)
+
+    assert ledger.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1", "kept"]
+    assert ledger.load_verified(project, CountingReducer()).count == 3  # the cached checkpoint agrees
+    mutation = append_value(project, CountingReducer(), "next", request_id="next")
+
+    assert read_bytes(project.ledger) == before + b"\n" + _line(mutation.events[0]) + b"\n"
+    assert os.listdir(project.quarantine_dir) == []
+    assert ledger.verify_all(project, CountingReducer()).state["values"] == ["v0", "v1", "kept", "next"]
+    with pytest.raises(IntentLoopError) as info:  # found under its id: the line was indexed like any other
+        append_value(project, CountingReducer(), "kept", request_id="hand-edited")
+    assert info.value.code == ErrorCode.REQUEST_ID_REUSED  # (the hand-made line has no fingerprint)
+
+
+def test_complete_lines_of_an_unfinished_request_are_not_projected_until_cut(project):
+    _fill(project, 1)
+    first = _next_event(project, request_id="cut-short", value="a", count=3)
+    second = dict(first, prev_hash=first["event_hash"], event_id=str(uuid.uuid4()), payload={"value": "b"})
+    second = _reseal(second)
+    with open(project.ledger, "ab") as fh:
+        fh.write(_line(first) + b"\n" + _line(second) + b"\n")
+
+    read = ledger.load_verified(project, CountingReducer())
+    assert read.state["values"] == ["v0"] and read.count == 1 and read.torn_tail > 0
+    append_value(project, CountingReducer(), "after", request_id="after")
+
+    (record_name,) = os.listdir(project.quarantine_dir)
+    record = json.loads(read_bytes(os.path.join(project.quarantine_dir, record_name)))
+    assert record["kind"] == "incomplete_request"
+    assert ledger.verify_all(project, CountingReducer()).state["values"] == ["v0", "after"]
+
+
+def test_an_unfinished_request_followed_by_another_request_is_damage(project):
+    _fill(project, 1)
+    first = _next_event(project, request_id="cut-short", value="a", count=2)
+    other = dict(first, prev_hash=first["event_hash"], event_id=str(uuid.uuid4()), request_id="other",
+                 payload={"value": "b", "request_event_count": 1})
+    with open(project.ledger, "ab") as fh:
+        fh.write(_line(first) + b"\n" + _line(_reseal(other)) + b"\n")
+
+    with pytest.raises(IntentLoopError) as info:
+        ledger.verify_all(project, CountingReducer())
+    assert info.value.code == ErrorCode.LEDGER_MALFORMED and info.value.line == 3
+
+
+def test_every_append_says_how_many_events_its_request_has(project):
+    append_value(project, CountingReducer(), "one", request_id="one")
+    append_value(project, CountingReducer(), "three", request_id="three", events=3)
+    payloads = [json.loads(line)["payload"] for line in ledger_lines(project.ledger)]
+    assert [p.get("request_event_count") for p in payloads] == [1, 3, None, None]
 
 
 def test_torn_tail_on_an_otherwise_empty_ledger(project):

@@ -1,6 +1,6 @@
 """A separate writer or lock holder for the storage tests (run with `python -I`).
 
-    ledger_worker.py append DATA_ROOT WORKSPACE [--count N] [--prefix P] [--request-id R]
+    ledger_worker.py append DATA_ROOT WORKSPACE [--count N] [--events E] [--prefix P] [--request-id R]
                      [--deadline SECONDS] [--barrier-fd FD]
     ledger_worker.py hold DATA_ROOT WORKSPACE [--heartbeat SECONDS]
 
@@ -14,8 +14,12 @@ process only: IL_TEST_STOP_AT=<step> makes the worker print `stopping <step>` an
 lock while the worker is frozen and then SIGKILL it:
     prepared    before renaming the prepared ledger.lock.<token>.tmp/ into place (gate held)
     locked      right after ledger.lock/ was installed
-    ledger-temp before replacing the ledger with the written, fsynced temp file
+    ledger-temp before replacing the ledger with the written, fsynced temp file (a new ledger,
+                a cut torn tail)
     replaced    right after the ledger was replaced (before the directory sync and release)
+    appending   before the first byte of an append to the existing ledger
+    appended-partly  after only the first line of the request was appended
+    appended    after every line was appended, before the sync
     releasing   before moving ledger.lock/ aside to release it (gate held)
     reclaiming  before moving a dead holder's ledger.lock/ aside (gate held)
     reclaimed   right after moving a dead holder's ledger.lock/ aside (gate held)
@@ -67,7 +71,57 @@ def _stop_hook(step, sig):
 
     from intent_loop.storage import fast_os as lib_os
 
-    lib_os.rename, lib_os.replace = rename, replace
+    real_open, real_write = lib_os.open, lib_os.write
+    append_fds = set()
+
+    def open_(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if os.fspath(path).endswith(os.sep + "ledger.jsonl") and flags & os.O_APPEND:
+            append_fds.add(fd)
+        return fd
+
+    def write(fd, data):
+        if fd not in append_fds:
+            return real_write(fd, data)
+        if step == "appending":
+            stop()
+        if step == "appended-partly":
+            data = bytes(data)
+            written = real_write(fd, data[: data.index(b"\n") + 1])
+            stop()
+            return written
+        written = real_write(fd, data)
+        if step == "appended":
+            stop()
+        return written
+
+    lib_os.rename, lib_os.replace, lib_os.open, lib_os.write = rename, replace, open_, write
+
+
+def _slow_appends(pause):
+    """IL_TEST_SLOW_APPEND=<seconds>: an append writes one line per write() with a pause after
+    each, so a test that kills the worker at random lands between the lines of a request."""
+    from intent_loop.storage import fast_os as lib_os
+
+    real_open, real_write = lib_os.open, lib_os.write
+    append_fds = set()
+
+    def open_(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if os.fspath(path).endswith(os.sep + "ledger.jsonl") and flags & os.O_APPEND:
+            append_fds.add(fd)
+        return fd
+
+    def write(fd, data):
+        if fd not in append_fds:
+            return real_write(fd, data)
+        data = bytes(data)
+        stop = data.find(b"\n") + 1 or len(data)
+        written = real_write(fd, data[:stop])
+        time.sleep(pause)
+        return written
+
+    lib_os.open, lib_os.write = open_, write
 
 
 def _options(argv):
@@ -87,6 +141,7 @@ def _say(text):
 
 def run_append(paths, opts, counting, IntentLoopError):
     count = int(opts.get("count", "1"))
+    per_request = int(opts.get("events", "1"))
     prefix = opts.get("prefix", f"w{os.getpid()}")
     timeout = float(opts.get("deadline", "30"))
     reducer = counting.CountingReducer()
@@ -94,7 +149,8 @@ def run_append(paths, opts, counting, IntentLoopError):
         request_id = opts.get("request-id") or f"{prefix}-{index}"
         value = opts.get("value", f"{prefix}-{index}")
         try:
-            mutation = counting.append_value(paths, reducer, value, request_id=request_id, timeout=timeout)
+            mutation = counting.append_value(paths, reducer, value, request_id=request_id, timeout=timeout,
+                                             events=per_request)
             events, replayed = mutation.events, mutation.replayed
         except IntentLoopError as exc:
             _say(f"error {exc.code}")
@@ -123,6 +179,8 @@ def main(argv):
     if step:
         sig = signal.SIGKILL if os.environ.get("IL_TEST_STOP_SIGNAL") == "KILL" else signal.SIGSTOP
         _stop_hook(step, sig)
+    if os.environ.get("IL_TEST_SLOW_APPEND"):
+        _slow_appends(float(os.environ["IL_TEST_SLOW_APPEND"]))
     from intent_loop.errors import IntentLoopError
     from intent_loop.storage import lock as lock_mod
     from intent_loop.storage import paths as paths_mod

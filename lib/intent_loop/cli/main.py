@@ -39,6 +39,9 @@ def build_parser():
     return parser
 
 
+MAINTENANCE_SECONDS = 30.0
+
+
 def main(argv=None, *, console=None):
     """Run one command; 0 done, 1 a check found a problem or the operation failed, 2 usage error,
     3 an internal error (a bug: INTERNAL_ERROR)."""
@@ -60,6 +63,22 @@ def main(argv=None, *, console=None):
         return report_error(console, exc, as_json=getattr(args, "json", False))
     except Exception as exc:  # the one catch-all: no traceback reaches a user (library code never has one)
         return _report_internal_error(console, exc, as_json=getattr(args, "json", False))
+    finally:
+        _run_maintenance()
+
+
+def _run_maintenance():
+    """Storage maintenance the command asked for (a request index to rebuild): done before exit,
+    best effort, since its output is a cache and the command's answer is already printed."""
+    import time
+
+    from intent_loop.storage import pending_work
+
+    for _paths, job in pending_work.take_maintenance():
+        try:
+            job(time.monotonic() + MAINTENANCE_SECONDS)
+        except Exception:  # noqa: S110 - a cache left stale is rebuilt by the next call that needs it
+            pass
 
 
 def _report_internal_error(console, exc, *, as_json):

@@ -41,12 +41,21 @@ def detach(paths, job, *, deadline_seconds, on_failure):
 
 
 def run_inline(job, *, deadline_seconds, on_failure):
-    """Run `job(deadline)` bounded by SIGALRM (the hook's HookDeadline handler is installed)."""
+    """Run `job(deadline)` bounded by SIGALRM (the hook's HookDeadline handler is installed), then
+    the storage maintenance the call or the job asked for (pending_work.request_maintenance)."""
     deadline = time.monotonic() + deadline_seconds
     try:
         _signal.setitimer(_signal.ITIMER_REAL, deadline_seconds)
-        job(deadline - 0.25)
-    except BaseException as exc:  # a detached job has nobody to raise to: log it, like a hook failure
+        try:
+            job(deadline - 0.25)
+        except Exception as exc:  # a detached job has nobody to raise to: log it, like a hook failure
+            on_failure(exc)
+        for _paths, maintenance in pending_work.take_maintenance():
+            try:
+                maintenance(deadline - 0.25)
+            except Exception as exc:
+                on_failure(exc)
+    except BaseException as exc:  # the deadline (HookDeadline) or a signal
         on_failure(exc)
     finally:
         _signal.setitimer(_signal.ITIMER_REAL, 0)

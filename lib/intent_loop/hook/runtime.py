@@ -114,8 +114,21 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     except OSError:
         pass
     output.write(data)
+    after_answer = _with_maintenance(after_answer, env, event_name)
     if after_answer is not None:
         _finish_after_answer(after_answer, env, event_name, detach=detach, deadline_seconds=deadline_seconds)
+
+
+def _with_maintenance(after_answer, env, event_name):
+    """The after-answer work, made to exist when only storage maintenance was asked for (the
+    detached child runs what the call and its own job asked for: see deferred.run_inline)."""
+    if after_answer is not None:
+        return after_answer
+    pending_work = sys.modules.get("intent_loop.storage.pending_work")  # not loaded: nothing asked
+    jobs = pending_work.peek_maintenance() if pending_work is not None else []
+    if not jobs:
+        return None
+    return jobs[0][0], lambda deadline: None
 
 
 def _finish_after_answer(after_answer, env, event_name, *, detach, deadline_seconds):

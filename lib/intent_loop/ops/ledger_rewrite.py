@@ -21,7 +21,7 @@ removed from `contract_published.source_message_refs`.
 """
 from intent_loop.storage.canonical import loads
 from intent_loop.storage.ledger import new_uuid4
-from intent_loop.storage.sealing import chain
+from intent_loop.storage.sealing import chain, recount_requests
 
 
 def parse_events(data):
@@ -31,6 +31,7 @@ def parse_events(data):
 def reseal(events, old_events):
     """Re-chain `events`; returns (bytes, count, first line that differs from the old ledger or None)."""
     old_hashes = [event["event_hash"] for event in old_events]
+    events = recount_requests(list(events))  # a request that lost events states its new length
     out, prev, first_changed = [], None, None
     for index, event in enumerate(events):
         event, line = chain(event, prev_hash=prev)

@@ -20,7 +20,7 @@ def is_temp_name_for(name, target_name):
     return len(token) == 32 and all(c in "0123456789abcdef" for c in token)
 
 
-def _describe(exc):
+def describe_os_error(exc):
     if exc.errno == errno.ENOSPC:
         return "the disk is full; free some space and retry"
     return f"{exc.strerror or exc}; check permissions and free space, then retry"
@@ -58,8 +58,8 @@ def _copy_by_reading(src_fd, dst_fd, start, length):
 def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
     """Replace `path` with `data` durably (`durable=False`: atomic only, for derived caches).
 
-    `prefix=(fd, length)` puts the first `length` bytes of an open file before `data`: an
-    append copies the ledger's verified prefix without reading it into memory.
+    `prefix=(fd, length)` puts the first `length` bytes of an open file before `data`: cutting a
+    torn tail keeps the ledger's verified prefix without reading it into memory.
 
     Before the rename any failure leaves `path` byte-identical and no temp file behind
     (WRITE_FAILED). After the rename the new content is visible; if the directory sync then
@@ -81,7 +81,7 @@ def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
     except OSError as exc:
         _remove_quietly(temp)
         raise IntentLoopError(ErrorCode.WRITE_FAILED,
-                              f"could not write {fast_os.path.basename(path)}: {_describe(exc)}") from exc
+                              f"could not write {fast_os.path.basename(path)}: {describe_os_error(exc)}") from exc
     except BaseException:
         _remove_quietly(temp)
         raise

@@ -70,11 +70,12 @@ def is_shard_name(name):
 class Store:
     """What one loaded root vouches for: its shards and the ledger lines below its checkpoint."""
 
-    def __init__(self, paths, *, gen, table, limit):
+    def __init__(self, paths, *, gen, table, limit, missing_lf=False):
         self.paths = paths
         self.gen = gen
         self.table = table  # shard name -> count * 2 + slot
         self.limit = limit  # pointers must lie inside the verified prefix the root checkpoints
+        self.missing_lf = missing_lf  # its last line ends the file without an LF
         self._events = {}  # offset -> event, so claims sharing a line read it once
 
     def read(self, name):
@@ -93,7 +94,8 @@ class Store:
     def events(self, refs):
         """{offset: event} for [(offset, length, event_id), ...]; Untrusted unless every line verifies.
 
-        Each line must lie whole inside the verified prefix (LF before and after), hash to its own
+        Each line must lie whole inside the verified prefix (LF before and after, or the end of
+        the prefix when its last line lacks the LF), hash to its own
         event_hash, belong to this project and carry the expected event id.
         """
         wanted = [r for r in refs if r[0] not in self._events]
@@ -108,13 +110,16 @@ class Store:
             raise Untrusted("ledger") from None
         try:
             for offset, length, event_id in refs:
-                if not (type(offset) is int and type(length) is int and offset >= 0 and length > 0
-                        and offset + length < self.limit):
+                if not (type(offset) is int and type(length) is int and offset >= 0 and length > 0):
+                    raise Untrusted("pointer")
+                end = offset + length
+                last = self.missing_lf and end == self.limit  # the final line, without its LF
+                if not (end < self.limit or last):
                     raise Untrusted("pointer")
                 start = offset - 1 if offset else 0
-                data = fast_os.pread(fd, offset + length + 1 - start, start)
-                line = data[offset - start : -1]
-                if (data[-1:] != b"\n" or (offset and data[:1] != b"\n") or len(line) != length
+                data = fast_os.pread(fd, end + (0 if last else 1) - start, start)
+                line = data[offset - start : end - start]
+                if ((not last and data[-1:] != b"\n") or (offset and data[:1] != b"\n") or len(line) != length
                         or self_verified_hash(line) is None):
                     raise Untrusted("line")
                 try:

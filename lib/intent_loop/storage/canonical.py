@@ -100,6 +100,8 @@ def loads(text):
         value, stop = _scan(text, start)
     except StopIteration as exc:
         raise ValueError(f"invalid JSON at offset {exc.value}") from None
+    except SystemError:  # _json raises JSONDecodeError through json.decoder, which we never import:
+        raise ValueError("invalid JSON (an unterminated string or a bad escape)") from None
     if stop != end:
         raise ValueError(f"extra data at offset {stop}")
     return value

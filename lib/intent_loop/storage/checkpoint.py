@@ -31,28 +31,32 @@ def _hash_or_none(value):
 
 
 # The Verified slots a checkpoint persists, each with the check its cached value must pass. A new
-# checkpoint slot (the lead's `missing_lf`, say) is one more entry here; a root written before it
-# existed lacks the field and is rebuilt rather than guessed.
+# checkpoint slot is one more entry here (as `missing_lf` was); a root written before it existed
+# lacks the field and is rebuilt rather than guessed.
 CHECKPOINT_FIELDS = {
     "size": _count,
     "count": _count,
     "last_hash": _hash_or_none,
     "last_line_start": _count,
+    "missing_lf": lambda value: type(value) is bool,
 }
 
 
 class Verified:
     """The verified state of a ledger prefix: checkpoint plus the reducer's folded state."""
 
-    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail")
+    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail", "missing_lf")
 
-    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0):
+    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0, missing_lf=False):
         self.size = size
         self.count = count
         self.last_hash = last_hash
         self.last_line_start = last_line_start
         self.state = state
-        self.torn_tail = torn_tail  # bytes after the last LF (a crashed appender's partial line)
+        # Bytes after the verified prefix that are not projected: a crashed appender's partial
+        # line, or the complete lines of a request whose remaining lines are missing.
+        self.torn_tail = torn_tail
+        self.missing_lf = missing_lf  # the last verified line ends the file without its LF
 
 
 class Cached:
@@ -101,7 +105,8 @@ def load(paths, reducer):
             return None
         verified = Verified(state=None, **checkpoint)
         if hasattr(reducer, "cache_join"):
-            store = cache_store.Store(paths, gen=doc["gen"], table=doc["shards"], limit=checkpoint["size"])
+            store = cache_store.Store(paths, gen=doc["gen"], table=doc["shards"], limit=checkpoint["size"],
+                                      missing_lf=checkpoint["missing_lf"])
             verified.state = reducer.cache_join(doc["state"], store, paths=paths, checkpoint=checkpoint)
         elif isinstance(doc.get("state"), dict):
             verified.state = doc["state"]
@@ -116,12 +121,18 @@ def is_current(cached, st):
     return cached.identity == _identity(st)
 
 
-def line_hash_at(data, start, end):
-    """The event_hash of the ledger line data[start:end] (ending in LF) if it verifies, else None."""
+def line_hash_at(data, start, end, *, missing_lf=False):
+    """The event_hash of the ledger line data[start:end] (ending in LF, or ending the file
+    without it when `missing_lf`) if it verifies, else None."""
     if end == 0:
         return None
-    line = data[start : end - 1]
-    if data[end - 1 : end] != b"\n" or not line.startswith(b'{"actor":"'):
+    if missing_lf:
+        line = data[start:end]
+    elif data[end - 1 : end] != b"\n":
+        return None
+    else:
+        line = data[start : end - 1]
+    if not line.startswith(b'{"actor":"'):
         return None
     return cache_store.self_verified_hash(line)
 
@@ -139,7 +150,7 @@ def last_line_matches(paths, cached):
         data = fast_os.pread(fd, v.size - v.last_line_start, v.last_line_start)
     finally:
         fast_os.close(fd)
-    return line_hash_at(data, 0, len(data)) == v.last_hash
+    return line_hash_at(data, 0, len(data), missing_lf=v.missing_lf) == v.last_hash
 
 
 def save(paths, reducer, verified, st):
@@ -174,7 +185,7 @@ def save(paths, reducer, verified, st):
     except IntentLoopError:
         return
     if on_saved is not None:
-        on_saved(cache_store.Store(paths, gen=gen, table=table, limit=verified.size))
+        on_saved(cache_store.Store(paths, gen=gen, table=table, limit=verified.size, missing_lf=verified.missing_lf))
     if full:
         _remove_old_format(paths)
 

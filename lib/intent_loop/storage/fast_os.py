@@ -27,7 +27,9 @@ from posix import (  # noqa: F401 - re-exported for `fast_os.<name>` call sites
     fork,
     fstat,
     fsync,
+    ftruncate,
     getcwd,
+    geteuid,
     getpid,
     getuid,
     kill,
@@ -36,6 +38,7 @@ from posix import (  # noqa: F401 - re-exported for `fast_os.<name>` call sites
     mkdir,
     open,
     pread,
+    pwrite,
     read,
     readlink,
     rename,
@@ -51,6 +54,10 @@ from posix import (  # noqa: F401 - re-exported for `fast_os.<name>` call sites
 
 try:
     from posix import preadv  # noqa: F401 - not on every POSIX system
+except ImportError:  # pragma: no cover
+    pass
+try:
+    from posix import fdatasync  # noqa: F401 - not on macOS; platform.sync_data falls back
 except ImportError:  # pragma: no cover
     pass
 try:

@@ -125,35 +125,103 @@ def _is_hex64(value):
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
+# The first event of every request written by the append path says how many events the request
+# has, so a reader can tell a request that is still being appended (or was cut short by a crash)
+# from a complete one. Requests written by the replace protocol lack it and are complete.
+REQUEST_EVENT_COUNT = "request_event_count"
+
+
+class RequestAssembler:
+    """The all-or-nothing rule: which verified events may be projected, one request at a time."""
+
+    __slots__ = ("request_id", "remaining", "held")
+
+    def __init__(self):
+        self.request_id = None
+        self.remaining = 0
+        self.held = []
+
+    @property
+    def is_open(self):
+        return self.remaining > 0
+
+    def add(self, event, line_no):
+        """The events that are now complete (in order), or None while a request is still open."""
+        count = event["payload"].get(REQUEST_EVENT_COUNT)
+        if self.remaining:
+            if event["request_id"] != self.request_id or count is not None:
+                raise _malformed(line_no, f"request {self.request_id!r} ends before all its events")
+            self.held.append(event)
+            self.remaining -= 1
+            if self.remaining:
+                return None
+            done, self.held = self.held, []
+            return done
+        if count is None:
+            return [event]
+        if type(count) is not int or count < 1:
+            raise _malformed(line_no, f"{REQUEST_EVENT_COUNT} is not a positive integer")
+        if count == 1:
+            return [event]
+        self.request_id, self.remaining, self.held = event["request_id"], count - 1, [event]
+        return None
+
+
 def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None):
-    """Verify and fold every complete line after `verified.size`; mutates `verified`.
+    """Verify every line after `verified.size` and fold the complete requests; mutates `verified`.
 
     `data` holds the ledger's bytes from file offset `base` (<= verified.size) to its end, so a
-    caller resuming from a checkpoint reads only the suffix. A reducer with `wants_position`
+    caller resuming from a checkpoint reads only the suffix. `verified` only ever advances to the
+    end of a complete request: what follows (a partial line, or the lines of a request still being
+    appended) is `torn_tail`. A last line that verifies but lacks its final LF is projected and
+    flagged `missing_lf` (the next append writes that LF first). A reducer with `wants_position`
     set is also told each line's place, `apply(state, event, (offset, length without LF))`.
     """
     offset = verified.size - base
-    end = data.rfind(b"\n") + 1
-    line_no = verified.count
-    positioned = getattr(reducer, "wants_position", False)
-    while offset < end:
-        stop = data.index(b"\n", offset)
+    if verified.missing_lf and offset < len(data):
+        if data[offset : offset + 1] != b"\n":
+            raise _malformed(verified.count + 1, "a line was joined to a last line that lacked its LF")
+        offset += 1
+        verified.size += 1
+        verified.missing_lf = False
+    assembler = RequestAssembler()
+    prev, line_no = verified.last_hash, verified.count
+    state, apply = verified.state, reducer.apply
+    positioned, positions = getattr(reducer, "wants_position", False), []
+    while offset < len(data):
+        stop = data.find(b"\n", offset)
         line_no += 1
-        event = check_line(data[offset:stop], line_no=line_no, project_id=project_id, prev_hash=verified.last_hash)
-        if positioned:
-            reducer.apply(verified.state, event, (base + offset, stop - offset))
+        if stop < 0:  # after the last LF: a complete line missing only its LF, or a torn one
+            try:
+                event = check_line(data[offset:], line_no=line_no, project_id=project_id, prev_hash=prev)
+            except IntentLoopError:
+                break
+            stop = len(data)
         else:
-            reducer.apply(verified.state, event)
-        verified.last_line_start = base + offset
-        verified.last_hash = event["event_hash"]
+            event = check_line(data[offset:stop], line_no=line_no, project_id=project_id, prev_hash=prev)
+        prev = event["event_hash"]
+        positions.append((base + offset, stop - offset))
+        done = assembler.add(event, line_no)
+        if done is not None:  # the lines since the last complete request, in order
+            if positioned:
+                for complete, position in zip(done, positions, strict=True):
+                    apply(state, complete, position)
+            else:
+                for complete in done:
+                    apply(state, complete)
+            positions.clear()
+            verified.last_line_start = base + offset
+            verified.last_hash = prev
+            verified.count = line_no
+            verified.size = base + stop + 1
+            verified.missing_lf = stop == len(data)
+            if verified.missing_lf:
+                verified.size -= 1
         offset = stop + 1
-        verified.size, verified.count = base + offset, line_no  # stays the valid prefix if a later line fails
         if on_progress is not None and line_no % 1000 == 0:
             on_progress(offset, len(data))
     if on_progress is not None:
         on_progress(len(data), len(data))
-    verified.count = line_no
-    verified.size = max(base + end, verified.size)
     verified.torn_tail = base + len(data) - verified.size
     return verified
 
@@ -204,7 +272,8 @@ def verify_from_checkpoint(fd, size, cached, reducer, *, project_id):
     if cached is not None:
         v = cached.verified
         if v.size == 0 or (v.size <= size and checkpoint.line_hash_at(
-                read_range(fd, v.last_line_start, v.size), 0, v.size - v.last_line_start) == v.last_hash):
+                read_range(fd, v.last_line_start, v.size), 0, v.size - v.last_line_start,
+                missing_lf=v.missing_lf) == v.last_hash):
             return fold_lines(read_range(fd, v.size, size), v, reducer, project_id=project_id, base=v.size)
     return fold_lines(read_range(fd, 0, size), empty_verified(reducer), reducer, project_id=project_id)
 

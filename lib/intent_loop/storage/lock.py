@@ -1,10 +1,15 @@
 """The exclusive project lock: a `ledger.lock/` directory whose owner record is kernel-locked.
 
 Protocol (why each step exists):
-- A contender prepares `ledger.lock.<token>.tmp/` holding a complete, fsynced `owner.json` on
-  which it already holds an exclusive flock, then renames it to `ledger.lock/`. So no lock
-  directory ever exists without an owner, and the holder's liveness is provable: the kernel
-  drops the flock the instant the holder dies, however it dies (SIGKILL included).
+- A contender prepares `ledger.lock.<token>.tmp/` holding a complete `owner.json` on which it
+  already holds an exclusive flock, then renames it to `ledger.lock/`. So no lock directory ever
+  exists without an owner, and the holder's liveness is provable: the kernel drops the flock the
+  instant the holder dies, however it dies (SIGKILL included).
+- The owner record is not fsynced. Every process reads it through the page cache, so it is
+  complete for them the moment it is written; it could only be lost in a power failure, after
+  which no process holds a flock, so any lock left behind is provably dead whatever its record
+  says (an empty or unreadable record counts as "not held"). The sync cost one more disk flush on
+  every mutation and bought nothing.
 - Every transition of `ledger.lock/` (install, reclaim, release) happens while holding a short
   flock on the project directory itself (the "gate"). Between our own processes that makes
   "judge the holder dead, then move its directory away" atomic, so a live holder is never robbed.
@@ -99,7 +104,8 @@ class ProjectLock:
             pause = min(pause * 2, 0.02)
 
     def _prepare(self):
-        """Create `ledger.lock.<token>.tmp/owner.json`, flocked and fsynced, ready to rename."""
+        """Create `ledger.lock.<token>.tmp/owner.json`, flocked, ready to rename (not fsynced: see the
+        module's docstring)."""
         prepared = f"{self.lock_dir}.{self.token}.tmp"
         fast_os.mkdir(prepared, 0o700)
         owner_path = fast_os.path.join(prepared, OWNER_FILE)
@@ -117,7 +123,6 @@ class ProjectLock:
             "acquired_at": time.time(),
         }
         write_all(fd, dumps(record).encode())
-        platform.fsync_file(fd)
         return prepared
 
     def _inspect_holder(self):

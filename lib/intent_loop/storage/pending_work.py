@@ -42,3 +42,26 @@ def wait_idle(paths, *, timeout):
         return platform.wait_for_lock(fd, until=time.monotonic() + timeout, pause=0.002)
     finally:
         fast_os.close(fd)
+
+
+# Storage maintenance a call asked for while it ran (a request index to rebuild, a checkpoint to
+# refresh): never done inside a hook's deadline. The hook runs these after its answer, in the
+# same detached child as its own deferred work; the command line runs them before it exits.
+_requested = {}
+
+
+def request_maintenance(paths, name, job):
+    """Ask for `job(deadline)` to run after the answer, once per project and name per process: a
+    later request replaces an earlier one (it was made with the newer state)."""
+    _requested[(paths.dir, name)] = (paths, job)
+
+
+def peek_maintenance():
+    return list(_requested.values())
+
+
+def take_maintenance():
+    """The (paths, job) pairs asked for so far, forgetting them."""
+    jobs = list(_requested.values())
+    _requested.clear()
+    return jobs

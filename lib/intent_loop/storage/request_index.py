@@ -1,131 +1,365 @@
-"""The request-id index in `cache/requests.idx`: exact retries are found without reading the ledger.
+"""The request-id index in `cache/requests-2.idx`: an exact retry is found in a bounded number of bytes.
 
-One line per request, appended under the project lock: `<key> <offset> <end> <hash16>` where key
-is the first 32 hex digits of SHA-256(request id), [offset, end) the request's lines in the ledger
-and hash16 the start of its last event's hash. The index is trusted only while the line that
-ends at the last record's `end` still carries that hash: the chain makes that line vouch for
-every byte before it. Otherwise it is rebuilt from the ledger. A hit is always confirmed
-against the ledger's own line, so a damaged index can cost time but never a wrong answer.
+An open-addressing hash table read and written with pread/pwrite, so a lookup costs the same at
+10 events and at 100,000:
+- a 64-byte header: magic, capacity, entry count, and the ledger position the table covers
+  (`covered_end`, the start of the line ending there and the first 16 hex digits of its hash);
+- `capacity + PROBE` slots of 32 bytes: the first 16 bytes of SHA-256(request id), then the
+  request's [offset, end) in the ledger (8 bytes each, little-endian). A key lives in the first
+  free slot of its PROBE-slot window, which never wraps (the extra slots at the end).
+A lookup reads the header, the covered line and one window (about 1 KiB in all). The table is
+trusted only while the ledger line ending at `covered_end` still carries the recorded hash: the
+chain makes that line vouch for every byte before it, so a rewritten ledger (deletion, recovery)
+invalidates it. A hit is always confirmed against the ledger's own lines, so a damaged table can
+cost time but never a wrong answer.
+
+A missing, stale or full table is never rebuilt inside a mutation: the mutation scans the ledger
+for the id instead (a byte search, bounded memory) and marks the table for `rebuild`, which the
+hook's after-answer child and the CLI run.
 """
 
+from intent_loop.errors import IntentLoopError
 from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import loads, sha256_hex
 from intent_loop.storage.line_hash import find_hash_field, recorded_hash
 
-INDEX_FILE = "requests.idx"
+INDEX_FILE = "requests-2.idx"
+OLD_INDEX_FILES = ("requests.idx",)  # format 1: one text line per request, read whole
+MAGIC = b"ILREQ-2\n"
+HEADER = 64
+SLOT = 32
+PROBE = 32  # slots per window: with the table at most half full, a window fills about never
+INITIAL_CAPACITY = 1 << 12
+_EMPTY = bytes(16)
+_SCAN_CHUNK = 1 << 20
+_CATCH_UP_LIMIT = 1 << 16  # a larger unindexed gap (about 80 events) is left to `rebuild`
 
 
-def _path(tx):
-    return fast_os.path.join(tx.paths.cache_dir, INDEX_FILE)
+def _path(paths):
+    return fast_os.path.join(paths.cache_dir, INDEX_FILE)
 
 
 def _key(request_id):
-    return sha256_hex(request_id.encode())[:32].encode()
+    return bytes.fromhex(sha256_hex(request_id.encode())[:32])
 
 
-def _read(tx):
-    """(index bytes, covered end) of a trustworthy index; (b"", 0) to start from nothing."""
-    from intent_loop.storage.ledger import read_range
+def _u64(data, at):
+    return int.from_bytes(data[at : at + 8], "little")
 
-    path = _path(tx)
+
+def _p64(value):
+    return value.to_bytes(8, "little")
+
+
+class Table:
+    """An open index file and its header."""
+
+    __slots__ = ("fd", "capacity", "count", "covered_end", "covered_start", "covered_hash")
+
+    def __init__(self, fd, capacity, count=0, covered_end=0, covered_start=0, covered_hash=b"0" * 16):
+        self.fd = fd
+        self.capacity = capacity
+        self.count = count
+        self.covered_end = covered_end
+        self.covered_start = covered_start
+        self.covered_hash = covered_hash
+
+    def header(self):
+        return (MAGIC + _p64(self.capacity) + _p64(self.count) + _p64(self.covered_end)
+                + _p64(self.covered_start) + self.covered_hash).ljust(HEADER, b"\0")
+
+    def window(self, key):
+        home = int.from_bytes(key[:8], "little") % self.capacity
+        at = HEADER + home * SLOT
+        data = fast_os.pread(self.fd, PROBE * SLOT, at)
+        return at, data.ljust(PROBE * SLOT, b"\0")  # a sparse file's unwritten end reads short
+
+    def lookup(self, key):
+        """[offset, end) stored for `key`, or None."""
+        _at, data = self.window(key)
+        for pos in range(0, len(data), SLOT):
+            found = data[pos : pos + 16]
+            if found == key:
+                return _u64(data, pos + 16), _u64(data, pos + 24)
+            if found == _EMPTY:
+                return None
+        return None
+
+    def insert(self, key, offset, end):
+        """Store a request's span; False when its window is full (the table needs a rebuild)."""
+        at, data = self.window(key)
+        for pos in range(0, len(data), SLOT):
+            found = data[pos : pos + 16]
+            if found == key or found == _EMPTY:
+                fast_os.pwrite(self.fd, key + _p64(offset) + _p64(end), at + pos)
+                self.count += found == _EMPTY
+                return True
+        return False
+
+    def cover(self, end, line_start, last_hash):
+        self.covered_end, self.covered_start, self.covered_hash = end, line_start, last_hash[:16].encode()
+        fast_os.pwrite(self.fd, self.header(), 0)
+
+    def is_crowded(self):
+        return self.count * 2 > self.capacity
+
+
+def _open(paths, *, create):
+    path = _path(paths)
+    flags = fast_os.O_RDWR | getattr(fast_os, "O_NOFOLLOW", 0) | fast_os.O_NONBLOCK
     try:
         if paths_mod.check_regular_file(path) is None:
-            return b"", 0
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return b"", 0
-    last = data[data.rfind(b"\n", 0, len(data) - 1) + 1 :]
-    try:
-        _key_, offset, end, hash16 = last.split()
-        offset, end = int(offset), int(end)
-    except ValueError:
-        return _discard(path)
-    if not (data.endswith(b"\n") and 0 <= offset < end <= tx.verified.size):
-        return _discard(path)
-    lines = read_range(tx.fd, offset, end)
-    last_line = lines[lines.rfind(b"\n", 0, len(lines) - 1) + 1 :]
-    field = find_hash_field(last_line)
-    if field < 0 or recorded_hash(last_line, field)[:16] != hash16:
-        return _discard(path)
-    return data, end
+            if not create:
+                return None
+            fd = fast_os.open(path, flags | fast_os.O_CREAT | fast_os.O_EXCL, 0o600)
+            table = Table(fd, INITIAL_CAPACITY)
+            fast_os.pwrite(fd, table.header(), 0)
+            return table
+        fd = fast_os.open(path, flags)
+    except (OSError, IntentLoopError):
+        return None
+    head = fast_os.pread(fd, HEADER, 0)
+    capacity = _u64(head, 8)
+    if head[:8] != MAGIC or not 1 <= capacity <= 1 << 40:
+        fast_os.close(fd)
+        return None
+    return Table(fd, capacity, _u64(head, 16), _u64(head, 24), _u64(head, 32), head[40:56])
 
 
-def _discard(path):
-    try:
-        fast_os.unlink(path)
-    except OSError:
-        pass
-    return b"", 0
-
-
-def _catch_up(tx, data, covered):
-    """Index the requests the ledger holds after `covered` (usually none)."""
+def _vouches(tx, table):
+    """True when the ledger line ending at the table's covered_end still has the recorded hash."""
     from intent_loop.storage.ledger import read_range
 
-    if covered >= tx.verified.size:
-        return data
-    gap = read_range(tx.fd, covered, tx.verified.size)
-    records, start, current, last_hash = [], 0, None, None
-    pos = 0
-    while pos < len(gap):
-        stop = gap.index(b"\n", pos)
-        event = loads(gap[pos:stop])
+    end, start = table.covered_end, table.covered_start
+    if end == 0:
+        return True
+    if not start < end <= tx.verified.size or end - start > 1 << 24:
+        return False
+    line = read_range(tx.fd, start, end).rstrip(b"\n")
+    field = find_hash_field(line)
+    return field >= 0 and recorded_hash(line, field)[:16] == table.covered_hash
+
+
+def _requests_in(data, base):
+    """(request_id, offset, end, last_hash) of every request in whole lines `data` at `base`."""
+    current, start, last_hash, pos = None, 0, None, 0
+    while pos < len(data):
+        stop = data.find(b"\n", pos)
+        if stop < 0:
+            stop = len(data)  # a last line without LF (the verified prefix may end so)
+        if stop == pos:  # the LF an append wrote for a previous line that lacked it
+            pos += 1
+            continue
+        event = loads(data[pos:stop])
         if event["request_id"] != current:
             if current is not None:
-                records.append(_record(current, covered + start, covered + pos, last_hash))
+                yield current, base + start, base + pos, last_hash
             current, start = event["request_id"], pos
-        last_hash = event["event_hash"]
-        pos = stop + 1
-    records.append(_record(current, covered + start, covered + pos, last_hash))
-    added = b"".join(records)
-    _append(tx, added)
-    return data + added
+        last_hash, pos = event["event_hash"], stop + 1
+    if current is not None:
+        yield current, base + start, base + min(pos, len(data)), last_hash
 
 
-def _record(request_id, offset, end, last_hash):
-    return b"%s %d %d %s\n" % (_key(request_id), offset, end, last_hash[:16].encode())
+def _catch_up(tx, table):
+    """Index what the ledger holds after covered_end (usually nothing); False if left to rebuild."""
+    from intent_loop.storage.ledger import read_range
+
+    if table.covered_end >= tx.verified.size:
+        return True
+    if tx.verified.size - table.covered_end > _CATCH_UP_LIMIT:
+        return False
+    gap = read_range(tx.fd, table.covered_end, tx.verified.size)
+    last = None
+    for request_id, offset, end, last_hash in _requests_in(gap, table.covered_end):
+        if not table.insert(_key(request_id), offset, end):
+            return False
+        last = (end, offset, last_hash)
+    if last is not None:
+        table.cover(tx.verified.size, _last_line_start(tx, gap), last[2])
+    return True
 
 
-def _append(tx, data):
-    try:
-        fd = fast_os.open(_path(tx), fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND
-                                     | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
-    except OSError:
-        return  # the cache is an accelerator: without it the next lookup rebuilds
-    try:
-        fast_os.write(fd, data)
-    except OSError:
-        pass
-    finally:
-        fast_os.close(fd)
+def _last_line_start(tx, gap):
+    body = gap[:-1] if gap.endswith(b"\n") else gap
+    return tx.verified.size - len(gap) + body.rfind(b"\n") + 1
+
+
+def _confirmed(tx, request_id, span):
+    from intent_loop.storage.ledger import read_range
+
+    offset, end = span
+    if not 0 <= offset < end <= tx.verified.size:
+        return []
+    events = [loads(line) for line in read_range(tx.fd, offset, end).splitlines()]
+    return events if events and all(e["request_id"] == request_id for e in events) else []
 
 
 def find(tx, request_id):
     """The events recorded under `request_id`, confirmed against the ledger; [] when none."""
-    from intent_loop.storage.ledger import read_range
-
+    tx.index_end = None
     if tx.fd is None:
         return []
-    data, covered = _read(tx)
-    data = _catch_up(tx, data, covered)
-    tx.index_end = tx.verified.size
-    key = _key(request_id)
-    pos = data.find(key)
-    while pos >= 0:
-        if pos == 0 or data[pos - 1 : pos] == b"\n":
-            _k, offset, end, _h = data[pos : data.index(b"\n", pos)].split()
-            events = [loads(line) for line in read_range(tx.fd, int(offset), int(end)).splitlines()]
-            if events and all(e["request_id"] == request_id for e in events):
-                return events
-        pos = data.find(key, pos + 1)
+    table = _open(tx.paths, create=fast_os.path.isdir(tx.paths.cache_dir))
+    try:
+        if table is not None and _vouches(tx, table) and _catch_up(tx, table):
+            tx.index_end = tx.verified.size
+            span = table.lookup(_key(request_id))
+            if table.is_crowded():
+                _ask_for_rebuild(tx)
+            return _confirmed(tx, request_id, span) if span else []
+    finally:
+        if table is not None:
+            fast_os.close(table.fd)
+    _ask_for_rebuild(tx)
+    return scan(tx.fd, tx.verified.size, request_id)
+
+
+def scan(fd, size, request_id):
+    """The events of `request_id` found by searching the ledger's bytes in chunks (no index)."""
+    from intent_loop.storage.ledger import read_range
+
+    needle = b'"request_id":"' + request_id.encode() + b'"'
+    pos, carry = 0, b""
+    while pos < size:
+        chunk = carry + read_range(fd, pos, min(size, pos + _SCAN_CHUNK))
+        base = pos - len(carry)
+        hit = chunk.find(needle)
+        if hit >= 0:
+            line_start = base + chunk.rfind(b"\n", 0, hit) + 1
+            return _events_from(fd, size, line_start, request_id)
+        cut = chunk.rfind(b"\n") + 1  # keep the unfinished line for the next round
+        carry = chunk[cut:] if cut else chunk
+        pos = min(size, pos + _SCAN_CHUNK)
     return []
 
 
+def _events_from(fd, size, start, request_id):
+    from intent_loop.storage.ledger import read_range
+
+    events = []
+    while start < size:
+        line = read_range(fd, start, min(size, start + (1 << 16)))
+        stop = line.find(b"\n")
+        while stop < 0 and start + len(line) < size:  # a line longer than the window
+            line = read_range(fd, start, min(size, start + 2 * len(line)))
+            stop = line.find(b"\n")
+        line = line[:stop] if stop >= 0 else line
+        event = loads(line)
+        if event["request_id"] != request_id:
+            break
+        events.append(event)
+        start += len(line) + 1
+    return events
+
+
 def record(tx, request_id, offset, last_hash):
-    """Index a request just appended at `offset`, if the index was current up to there."""
+    """Index a request just appended at `offset`, if the table was current up to there."""
     if getattr(tx, "index_end", None) != offset:
         return
-    _append(tx, _record(request_id, offset, tx.verified.size, last_hash))
-    tx.index_end = tx.verified.size
+    table = _open(tx.paths, create=False)
+    if table is None:
+        return
+    try:
+        # covered_end is one short when this append first wrote the LF the last line lacked
+        if table.covered_end in (offset, offset - 1) and table.insert(_key(request_id), offset, tx.verified.size):
+            table.cover(tx.verified.size, tx.verified.last_line_start, last_hash)
+            tx.index_end = tx.verified.size
+        else:
+            _ask_for_rebuild(tx)
+    finally:
+        fast_os.close(table.fd)
+
+
+def _ask_for_rebuild(tx):
+    """Have the table rebuilt once the answer is out, for the verified prefix as the transaction
+    leaves it (read when the job runs, so it includes what this mutation appended)."""
+    from intent_loop.storage import pending_work
+
+    paths = tx.paths
+
+    def rebuild_job(deadline):
+        from intent_loop.storage import checkpoint
+        from intent_loop.storage.ledger import open_ledger, read_range
+
+        v = tx.verified
+        size, start, last_hash = v.size, v.last_line_start, v.last_hash
+        fd, st = open_ledger(paths)
+        if fd is None:
+            return
+        try:  # the prefix must still be the one verified (a deletion may have rewritten the file)
+            line = read_range(fd, start, size)
+            if size and checkpoint.line_hash_at(line, 0, len(line),
+                                                missing_lf=not line.endswith(b"\n")) != last_hash:
+                return
+            rebuild(paths, fd, size, last_line_start=start, last_hash=last_hash or "0" * 64)
+        finally:
+            fast_os.close(fd)
+
+    pending_work.request_maintenance(paths, "request-index", rebuild_job)
+
+
+def rebuild(paths, fd, size, *, last_line_start, last_hash):
+    """Write a fresh table for the verified ledger bytes [0, size) open at `fd`.
+
+    Needs no lock: it reads a verified prefix (appends only add after it) and replaces the file
+    atomically; whatever a concurrent mutation indexed meanwhile is after `size`, so the next
+    mutation catches it up, and a rewritten ledger no longer vouches for the new table.
+    """
+    from intent_loop.storage.atomic import temp_name_for
+    from intent_loop.storage.ledger import read_range
+
+    if not fast_os.path.isdir(paths.cache_dir):
+        return False
+    for old in OLD_INDEX_FILES:
+        try:
+            fast_os.unlink(fast_os.path.join(paths.cache_dir, old))
+        except OSError:
+            pass
+    requests, pos, carry = [], 0, b""
+    while pos < size:
+        chunk = carry + read_range(fd, pos, min(size, pos + _SCAN_CHUNK))
+        base = pos - len(carry)
+        pos = min(size, pos + _SCAN_CHUNK)
+        cut = len(chunk) if pos >= size else chunk.rfind(b"\n") + 1
+        for request_id, offset, end, _h in _requests_in(chunk[:cut], base):
+            if requests and requests[-1][0] == request_id and requests[-1][2] == offset:
+                requests[-1] = (request_id, requests[-1][1], end)  # a request split across chunks
+            else:
+                requests.append((request_id, offset, end))
+        carry = chunk[cut:]
+    capacity = INITIAL_CAPACITY
+    while len(requests) * 2 > capacity:
+        capacity *= 2
+    path = _path(paths)
+    for _attempt in range(4):  # a full probe window is rare at half load; a bigger table fixes it
+        temp = temp_name_for(path)
+        try:
+            if _write_table(temp, capacity, requests, size, last_line_start, last_hash):
+                fast_os.replace(temp, path)
+                return True
+        except OSError:
+            pass
+        try:
+            fast_os.unlink(temp)
+        except OSError:
+            pass
+        capacity *= 2
+    return False
+
+
+def _write_table(temp, capacity, requests, size, last_line_start, last_hash):
+    fd = fast_os.open(temp, fast_os.O_RDWR | fast_os.O_CREAT | fast_os.O_EXCL | getattr(fast_os, "O_NOFOLLOW", 0),
+                      0o600)
+    try:
+        table = Table(fd, capacity)
+        for request_id, offset, end in requests:
+            if not table.insert(_key(request_id), offset, end):
+                return False
+        if size:
+            table.cover(size, last_line_start, last_hash)
+        else:
+            fast_os.pwrite(fd, table.header(), 0)
+        return True
+    finally:
+        fast_os.close(fd)

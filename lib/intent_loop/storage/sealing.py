@@ -6,7 +6,7 @@ read path loads that module alone, appends load this one too.
 
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage.canonical import canonical_bytes, sha256_hex
-from intent_loop.storage.ledger import ACTORS, SCHEMA_VERSION
+from intent_loop.storage.ledger import ACTORS, REQUEST_EVENT_COUNT, SCHEMA_VERSION
 
 _REQUEST_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@-")
 
@@ -57,3 +57,27 @@ def chain(event, *, prev_hash):
     event.pop("event_hash", None)
     event["event_hash"] = sha256_hex(canonical_bytes(event))
     return event, canonical_bytes(event) + b"\n"
+
+
+def recount_requests(events):
+    """Make every request's first event state its current length again, in place (deletion drops
+    events of a request; migration and recovery keep whole requests).
+
+    A request is a run of consecutive events with one request id. A run that carries the field
+    anywhere gets it on its first event, with the run's length, and on no other; a run without it
+    was written by the replace protocol and stays so (each such event is complete by itself).
+    """
+    start = 0
+    while start < len(events):
+        stop = start + 1
+        while stop < len(events) and events[stop]["request_id"] == events[start]["request_id"]:
+            stop += 1
+        run = events[start:stop]
+        if any(REQUEST_EVENT_COUNT in event["payload"] for event in run):
+            for offset, event in enumerate(run):
+                payload = {k: v for k, v in event["payload"].items() if k != REQUEST_EVENT_COUNT}
+                if offset == 0:
+                    payload[REQUEST_EVENT_COUNT] = len(run)
+                events[start + offset] = dict(event, payload=payload)
+        start = stop
+    return events

@@ -1,8 +1,9 @@
 """Locked mutations of one project's ledger: `Transaction` and the idempotent `mutate`.
 
-The write half of the seed's protocol: take the directory lock, verify from the checkpoint, write
-the complete next ledger to a sibling file, fsync it, rename it into place, fsync the directory,
-release. Sealing, verification and the lock-free read path are in `ledger`.
+The write half of the storage protocol: take the directory lock, verify from the checkpoint, append
+the request's lines in place and sync them (`append`; a new ledger, deletion and recovery replace
+the whole file the seed's way: temp file, fsync, rename, directory fsync), release. Sealing,
+verification and the lock-free read path are in `ledger`.
 """
 import time
 
@@ -92,10 +93,11 @@ class Transaction:
         self.lock.heartbeat()
 
     def _quarantine_torn_tail(self):
-        """Summarize the partial last line by length and digest only, then cut it off durably."""
+        """Summarize what follows the verified prefix (a partial last line, or the lines of a
+        request cut short) by length and digest only, then cut it off durably."""
         tail = read_range(self.fd, self.verified.size, self.verified.size + self.verified.torn_tail)
         record = {
-            "kind": "torn_tail",
+            "kind": "incomplete_request" if b"\n" in tail else "torn_tail",
             "byte_length": len(tail),
             "sha256": sha256_hex(tail),
             "offset": self.verified.size,
@@ -130,8 +132,9 @@ class Transaction:
         prev = self.verified.last_hash
         events, lines = [], []
         for index, draft in enumerate(drafts):
-            if index == 0:
-                draft.payload = dict(draft.payload, request_fingerprint=fingerprint)
+            if index == 0:  # the request's fingerprint and its length, which readers check complete
+                draft.payload = dict(draft.payload, request_fingerprint=fingerprint,
+                                     request_event_count=len(drafts))
             event, line = seal(draft, project_id=self.paths.project_id, request_id=request_id,
                                prev_hash=prev, occurred_at=occurred_at)
             prev = event["event_hash"]
@@ -140,13 +143,27 @@ class Transaction:
         self.check_deadline()
         self.lock.heartbeat()
         first_offset = self.verified.size
-        try:  # the verified prefix is copied inside the kernel, then the new lines follow
-            replace_atomically(self.paths.ledger, b"".join(lines), prefix=(self.fd, first_offset))
+        try:
+            if self.fd is None:  # creating the ledger: the seed's temp file + fsync + rename
+                replace_atomically(self.paths.ledger, b"".join(lines))
+                self._reopen()
+            else:
+                from intent_loop.storage.append import append_durably
+
+                ending = b"\n" if self.verified.missing_lf else b""  # an editor's "no newline at end of file"
+                append_durably(self.paths.ledger, self.fd, self.verified.size, ending + b"".join(lines))
+                if ending:
+                    first_offset += 1
+                    self.verified.size += 1
+                    self.verified.missing_lf = False
+                    if self.index_end == first_offset - 1:
+                        self.index_end = first_offset
         except IntentLoopError as exc:
             if exc.code != ErrorCode.DURABILITY_UNCERTAIN:
                 raise
             self.durability_uncertain = True
-        self._reopen()
+            if self.fd is None:
+                self._reopen()
         self._advance(lines, events, first_offset)
         from intent_loop.storage import request_index
 
@@ -154,7 +171,7 @@ class Transaction:
         if self.durability_uncertain:
             raise IntentLoopError(
                 ErrorCode.DURABILITY_UNCERTAIN,
-                "the events were written but the directory sync failed; a retry with the same request id returns them",
+                "the events were written but not confirmed on disk; a retry with the same request id returns them",
             )
         return events
 
