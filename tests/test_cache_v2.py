@@ -147,7 +147,10 @@ def test_a_forged_task_shard_never_reaches_the_view_or_guard(project, workspace,
     assert (session_context(state, project, SESSION)[1], provider.projection_for(task, project_root=workspace)) \
         == expected
     assert FORGED not in json.dumps(materialize(state), default=lambda v: v.__json__())
-    # the next mutation rewrites every shard from the re-fold: the cache is whole again
+    # the read that found the damage already rewrote the cache from its re-fold
+    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
+    again = ledger.load_verified(project, REDUCER).state
+    assert session_context(again, project, SESSION)[1] == expected[0] and not again["tasks"]._source.recovered
     run(project, workspace, "intent: must also this")
     assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
     assert seen_now(project, workspace) == truth(project, workspace)

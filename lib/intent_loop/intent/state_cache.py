@@ -318,6 +318,13 @@ class _Source:
         for field, mapping in self.maps.items():
             mapping.fill(_stored(fresh.state, field), loading=name if mapping is lazy else None)
         self.recovered = True
+        if self.store.identity is not None:
+            # Repair the cache now, at the same checkpoint and under the identity its root recorded
+            # (so a ledger that grew since is still caught up from there): otherwise every later
+            # read would meet the same bad shard and fold from the first byte again.
+            from intent_loop.storage import checkpoint
+
+            checkpoint.save(self.paths, self.reducer, fresh, list(self.store.identity))
 
 
 def _changed():

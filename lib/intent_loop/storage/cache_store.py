@@ -70,12 +70,13 @@ def is_shard_name(name):
 class Store:
     """What one loaded root vouches for: its shards and the ledger lines below its checkpoint."""
 
-    def __init__(self, paths, *, gen, table, limit, missing_lf=False):
+    def __init__(self, paths, *, gen, table, limit, missing_lf=False, identity=None):
         self.paths = paths
         self.gen = gen
         self.table = table  # shard name -> count * 2 + slot
         self.limit = limit  # pointers must lie inside the verified prefix the root checkpoints
         self.missing_lf = missing_lf  # its last line ends the file without an LF
+        self.identity = identity  # the ledger identity the root recorded with its checkpoint
         self._events = {}  # offset -> event, so claims sharing a line read it once
 
     def read(self, name):

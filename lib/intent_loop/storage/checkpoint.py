@@ -68,6 +68,8 @@ class Cached:
 
 
 def _identity(st):
+    if isinstance(st, list):  # an identity already recorded (a repaired cache keeps its root's)
+        return st
     return [st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns]
 
 
@@ -106,7 +108,7 @@ def load(paths, reducer):
         verified = Verified(state=None, **checkpoint)
         if hasattr(reducer, "cache_join"):
             store = cache_store.Store(paths, gen=doc["gen"], table=doc["shards"], limit=checkpoint["size"],
-                                      missing_lf=checkpoint["missing_lf"])
+                                      missing_lf=checkpoint["missing_lf"], identity=doc["identity"])
             verified.state = reducer.cache_join(doc["state"], store, paths=paths, checkpoint=checkpoint)
         elif isinstance(doc.get("state"), dict):
             verified.state = doc["state"]
@@ -156,6 +158,9 @@ def last_line_matches(paths, cached):
 def save(paths, reducer, verified, st):
     """Best effort: the cache is an accelerator, a failed write only costs a later rebuild.
 
+    `st` is the ledger's stat the checkpoint was verified against (or an identity list a loaded
+    root recorded, when a repaired cache is written for that same checkpoint).
+
     A split reducer's changed shards are written first, the root last, each atomically: a root
     never names a shard version that is not on disk, and a crash in between leaves shards the
     old root does not vouch for (ignored).
@@ -182,7 +187,7 @@ def save(paths, reducer, verified, st):
             "identity": _identity(st), "verified": checkpoint, "state": root_state, "gen": gen,
             "shards": table,
         })
-    except IntentLoopError:
+    except (IntentLoopError, ValueError):  # ValueError: a state holding text without its position
         return
     if on_saved is not None:
         on_saved(cache_store.Store(paths, gen=gen, table=table, limit=verified.size, missing_lf=verified.missing_lf))
