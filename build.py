@@ -6,6 +6,7 @@
     python3 build.py demo       set up, build, run the main job on an embedded sample
     python3 build.py bench      hook start-up ratios against `python3 -I -S -c pass`
     python3 build.py bench-ledger   append cost ratios at 10 / 1,000 / 10,000 events
+    python3 build.py bench-cache [LIB ...]   a year of history: cache bytes per hook read and mutation
 
 Every step is idempotent: the virtual environment (.venv/), the npm cache for the real-Codex
 end-to-end test (.cache/npm/) and dist/ are reused when their inputs did not change.
@@ -281,12 +282,17 @@ def cmd_bench_ledger(args):
     return subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_ledger.py"), *args]).returncode
 
 
+def cmd_bench_cache(args):
+    return subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_cache.py"), *args]).returncode
+
+
 COMMANDS = {
     "build": cmd_build,
     "test": cmd_test,
     "demo": cmd_demo,
     "bench": cmd_bench,
     "bench-ledger": cmd_bench_ledger,
+    "bench-cache": cmd_bench_cache,
 }
 
 
