@@ -4,8 +4,10 @@
     python3 build.py            build the four binaries into dist/
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
     python3 build.py demo       set up, build, run the main job on an embedded sample
-    python3 build.py bench      hook start-up ratios against `python3 -I -S -c pass`
-    python3 build.py bench-ledger   append cost ratios at 10 / 1,000 / 10,000 events
+    python3 build.py bench      hook ratios against `python3 -I -S -c pass` at 1,000 / 10,000 / 100,000
+                                events, with bytes written and peak RSS (--quick: a smoke run)
+    python3 build.py bench-ledger   append cost at 10 to 100,000 events and the ledger commands
+                                (verify, timeline, export, import, delete, doctor) at 100,000
     python3 build.py bench-cache [LIB ...]   a year of history: cache bytes per hook read and mutation
 
 Every step is idempotent: the virtual environment (.venv/), the npm cache for the real-Codex

@@ -43,22 +43,35 @@ def test_exporting_a_private_task_is_refused(cli):
     assert _error_code(cli, "export") == "TASK_PRIVATE"
 
 
-def test_a_symlinked_contract_directory_is_never_written(cli, tmp_path):
+def test_a_contract_directory_symlinked_outside_the_project_is_never_written(cli, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     os.symlink(elsewhere, tmp_path / "ws" / ".execution-fidelity")
 
     recorded = cli.json("claim", "add", "goal", "ship", "the", "parser")
-    assert recorded["publication"]["code"] == "PROVIDER_PATH_FOREIGN"  # the claim is recorded all the same
-    assert _error_code(cli, "contract", "publish") == "PROVIDER_PATH_FOREIGN"
+    assert recorded["publication"]["code"] == "PROVIDER_PATH_OUTSIDE"  # the claim is recorded all the same
+    assert recorded["publication"]["action"] == "outside"
     assert os.listdir(elsewhere) == []
+    shown = cli.json("contract", "show")
+    assert shown["file_state"] == "outside"
+
+
+def test_a_contract_directory_symlinked_inside_the_project_is_not_written_through(cli, tmp_path):
+    inside = tmp_path / "ws" / "real-guard-dir"
+    inside.mkdir()
+    os.symlink(inside, tmp_path / "ws" / ".execution-fidelity")
+
+    recorded = cli.json("claim", "add", "goal", "ship", "the", "parser")
+    assert recorded["publication"]["code"] == "PROVIDER_PATH_FOREIGN"
+    assert _error_code(cli, "contract", "publish") == "PROVIDER_PATH_FOREIGN"
+    assert os.listdir(inside) == []
 
 
 def test_a_contract_directory_that_cannot_be_created_fails_the_write(cli, tmp_path):
-    os.symlink(tmp_path / "nowhere", tmp_path / "ws" / "guard")  # dangling: guard/sub cannot be made
+    os.symlink(tmp_path / "ws" / "nowhere", tmp_path / "ws" / "guard")  # dangling: guard/sub cannot be made
     cli.env["EFG_CONTRACT_PATH"] = "guard/sub/contract.json"
 
     recorded = cli.json("claim", "add", "goal", "ship", "the", "parser")
     assert recorded["publication"]["code"] == "PROVIDER_WRITE_FAILED"
     assert _error_code(cli, "contract", "publish") == "PROVIDER_WRITE_FAILED"
-    assert not os.path.lexists(tmp_path / "nowhere")
+    assert not os.path.lexists(tmp_path / "ws" / "nowhere")

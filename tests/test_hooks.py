@@ -186,9 +186,12 @@ def _fail_open(event, payload, env, raw=None):
 
 
 def _lets_through_with_message(payload, env, code):
-    """A prompt's commands failed: `{"continue":true}` and a systemMessage naming the code."""
+    """A prompt's commands failed: `{"continue":true}`, a systemMessage naming how many were NOT
+    recorded and the code, and the same line in the model's context."""
     _out, answer, elapsed = hook("UserPromptSubmit", payload, env)
-    assert set(answer) == {"continue", "systemMessage"} and f"({code})" in answer["systemMessage"]
+    assert set(answer) == {"continue", "systemMessage", "hookSpecificOutput"}
+    assert f"NOT recorded ({code})" in answer["systemMessage"]
+    assert answer["hookSpecificOutput"]["additionalContext"] == answer["systemMessage"]
     assert elapsed < 5
 
 

@@ -255,3 +255,26 @@ def test_install_over_a_previous_build_elsewhere_replaces_its_handlers_without_d
     assert sorted(event for event, _m, _h in found) == ["SessionStart", "Stop", "UserPromptSubmit"]
     assert all(os.path.dirname(h["command"].split(" ", 1)[1]) == os.path.realpath(DIST) for _e, _m, h in found)
     assert {"hooks": [FOREIGN]} in config["hooks"]["Stop"]
+
+
+@needs_dist
+@pytest.mark.parametrize("verb", ["install", "uninstall"])
+def test_hooks_json_nested_too_deeply_is_hooks_config_invalid_not_a_traceback(home, codex, verb):
+    content = "[" * 100_000 + "]" * 100_000
+    (codex / "hooks.json").write_text(content)
+    proc = run(verb, "--apply", home=home)
+    assert proc.returncode == 1 and "HOOKS_CONFIG_INVALID" in proc.stderr and "Traceback" not in proc.stderr
+    assert (codex / "hooks.json").read_text() == content
+
+
+@needs_dist
+def test_a_symlinked_hooks_json_is_written_through_and_stays_a_link(home, codex, tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    os.replace(codex / "hooks.json", dotfiles / "hooks.json")
+    os.symlink(dotfiles / "hooks.json", codex / "hooks.json")
+    proc = run("install", "--apply", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(codex / "hooks.json")
+    config = json.loads((dotfiles / "hooks.json").read_text())
+    assert ours(config) and FOREIGN in config["hooks"]["Stop"][0]["hooks"]

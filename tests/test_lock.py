@@ -296,3 +296,28 @@ def test_liveness_probe_on_a_fresh_owner_record_does_not_fail_the_preparing_writ
 
     assert probes, "the probe was never placed"
     assert code is None and elapsed < RECOVERY_BOUND
+
+
+def test_the_no_progress_window_is_shorter_than_every_ceiling():
+    hook = lock_mod.ProjectLock("/nonexistent", deadline=time.monotonic() + 1.75)
+    cli = lock_mod.ProjectLock("/nonexistent", deadline=time.monotonic() + 10.0)
+    assert hook.silent_after == lock_mod.HOOK_WINDOW < 1.75
+    assert cli.silent_after == lock_mod.CLI_WINDOW < 10.0
+    assert lock_mod.KEEPALIVE_EVERY * 4 <= lock_mod.HOOK_WINDOW
+
+
+def test_a_command_line_holder_keeps_heartbeating_while_it_works(layout):
+    """A CLI transaction that holds the lock longer than a waiter's window, without calling
+    heartbeat() itself, is not taken for silent: its keepalive thread touches the owner record."""
+    held = lock_mod.ProjectLock(layout.dir, deadline=time.monotonic() + 10.0)
+    held.acquire()
+    try:
+        before = os.stat(os.path.join(layout.lock_dir, "owner.json")).st_mtime_ns
+        time.sleep(0.6)
+        after = os.stat(os.path.join(layout.lock_dir, "owner.json")).st_mtime_ns
+        assert after > before
+        elapsed, code = _timed_acquire(layout, timeout=1.5, silent_after=0.4)
+        assert code == ErrorCode.LOCK_TIMEOUT and elapsed >= 1.4  # its own ceiling, not the 0.4 s window
+    finally:
+        held.release()
+    assert not os.path.exists(layout.lock_dir)

@@ -367,3 +367,35 @@ def test_efg_contract_path_resolved_against_workspace(project, workspace):
     env = {"EFG_CONTRACT_PATH": "custom/c.json"}
     assert provider.provider_path(workspace, env) == os.path.join(workspace, "custom", "c.json")
     assert provider.provider_path(workspace, {}) == contract_path(workspace)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("guard.json ", "guard.json"),  # Guard trims the value (JavaScript trim())
+    ("\u00a0\ufeffcustom/c.json\u2028", "custom/c.json"),
+    ("  ", None),  # blank: unset, the default path applies
+    ("", None),
+    ("sub/../c.json", "c.json"),  # resolved lexically, as path.resolve does
+])
+def test_efg_contract_path_is_trimmed_and_resolved_as_guard_does(workspace, value, expected):
+    path = provider.provider_path(workspace, {"EFG_CONTRACT_PATH": value})
+    assert path == (os.path.join(workspace, expected) if expected else contract_path(workspace))
+
+
+@pytest.mark.parametrize("how", ["symlinked-directory", "dot-dot", "absolute-elsewhere"])
+def test_a_guard_path_outside_the_project_is_never_written(project, workspace, tmp_path, how):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if how == "symlinked-directory":
+        os.symlink(outside, os.path.join(workspace, "config"))
+        value = "config/guard/contract.json"
+    elif how == "dot-dot":
+        value = "../outside/contract.json"
+    else:
+        value = str(outside / "contract.json")
+    run(project, workspace, "intent: goal ship it")
+    env = {"EFG_CONTRACT_PATH": value}
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+        result = apply_commands.refresh_quietly(tx, workspace=workspace, env=env)
+    assert result["action"] == "outside" and result["code"] == "PROVIDER_PATH_OUTSIDE"
+    assert list(outside.rglob("*")) == []  # neither the document nor a .gitignore
+    assert not os.path.exists(os.path.join(workspace, "config", "guard"))

@@ -1,5 +1,6 @@
 """Issue 15 through the built hook binaries: the user's receipt line, local answers for prompts
 made only of management verbs, the view a local answer leaves unseen, and failures that never block."""
+import json
 import os
 import subprocess
 
@@ -114,8 +115,37 @@ def test_management_prompt_that_fails_mid_way_lets_the_prompt_through(env, ws):
         _out, answer, elapsed = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-lock"), env)
     finally:
         holder.communicate(timeout=20)
-    assert set(answer) == {"continue", "systemMessage"} and "(LOCK_TIMEOUT)" in answer["systemMessage"]
+    assert set(answer) == {"continue", "systemMessage", "hookSpecificOutput"}
+    assert "1 command NOT recorded (LOCK_TIMEOUT)" in answer["systemMessage"]
     assert elapsed < 5
+
+
+def test_commands_cut_off_by_the_hook_deadline_are_named_not_dropped(monkeypatch, env, ws):
+    """The hook's own 2 s alarm (HookDeadline, which no handler catches) still answers with the
+    commands that were NOT recorded, in the receipt line and the model's context."""
+    import os
+    import time as time_mod
+
+    from intent_loop.hook import handlers, runtime
+    from intent_loop.ops import apply_commands
+
+    def slow(*args, **kwargs):
+        time_mod.sleep(5)
+
+    monkeypatch.setattr(apply_commands, "run_commands", slow)
+    payload = prompt_payload(ws, "go\nintent: goal ship it\nintent: must keep tests", turn="t-slow")
+    read_fd, write_fd = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(write_fd, json.dumps(payload).encode())
+    os.close(write_fd)
+    started = time_mod.monotonic()
+    runtime.run_hook("UserPromptSubmit", handlers.user_prompt_submit, stdin_fd=read_fd, stdout_fd=out_w,
+                     env=env, deadline_seconds=0.5)
+    os.close(out_w)
+    answer = json.loads(os.read(out_r, 1 << 16))
+    assert time_mod.monotonic() - started < 2
+    assert answer["systemMessage"].startswith("intent-loop: 2 commands NOT recorded (DEADLINE_EXCEEDED)")
+    assert answer["hookSpecificOutput"]["additionalContext"] == answer["systemMessage"]
 
 
 def _rollout(tmp_path, turn, *, user_message_in_turn):

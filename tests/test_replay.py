@@ -118,8 +118,9 @@ def test_receipts_and_local_answers(results):
     assert "withdrawn" in answers[5]["reason"]
     assert "answered without you: off" in answers[6]["hookSpecificOutput"]["additionalContext"]
     assert "goal: fix rounding" in answers[9]["hookSpecificOutput"]["additionalContext"]
-    assert answers[11] == {"continue": True, "systemMessage": answers[11]["systemMessage"]}
-    assert "(LOCK_TIMEOUT)" in answers[11]["systemMessage"]  # the work failed mid-way: the prompt goes on
+    assert "decision" not in answers[11]  # the work failed mid-way: the prompt goes on, and says so
+    assert "NOT recorded (LOCK_TIMEOUT)" in answers[11]["systemMessage"]
+    assert answers[11]["hookSpecificOutput"]["additionalContext"] == answers[11]["systemMessage"]
     assert answers[13] == {"continue": True}  # a subagent's `intent: show` is never answered locally
 
 

@@ -1,10 +1,22 @@
 """Hook start-up benchmark: each built hook binary against `python3 -I -S -c pass`, interleaved.
 
+    python3 build.py bench [--sizes 1000,10000,100000] [--rounds 40] [--runs 2] [--quick]
+
 Prints, per realistic path and ledger size, the median and p95 of the hook as ratios to the
 floor measured in the same run, and the same for an empty `node -e ''`, plus the first-run
-extraction cost. Run with `python3 build.py bench` (it builds dist/ first).
+extraction cost. Next to each time: the bytes the hook wrote to storage, its after-answer child
+included (`ru_oublock` x 512, see measure.py), and the peak RSS of the largest of the two. Run
+with `python3 build.py bench` (it builds dist/ first).
+
+Each size is a synthetic history (tests/bench/history.py: at 100,000 events 300 tasks, 3,000
+claims, 2,000 linked sessions, a contract version every 10 Stops) whose newest task is linked to
+the benchmark's session. `--runs 2` measures every size twice and prints issue 11's targets for
+each run, every ratio against the 1,000-event figure (the smallest size) of the same run.
+`--quick` is a smoke run with tiny sizes: its numbers mean nothing.
 """
+import argparse
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -16,14 +28,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "lib"))
+sys.path[:0] = [str(ROOT / "lib"), str(Path(__file__).resolve().parent)]
 
-from intent_loop.intent import state, tasks
-from intent_loop.storage import ledger, pending_work, sealing, timestamps, transaction
-from intent_loop.storage.paths import (
-    project_paths,  # noqa: E402
-    session_hash,  # noqa: E402
-)
+import history  # noqa: E402
+import measure  # noqa: E402
+
+from intent_loop.intent import state, tasks  # noqa: E402
+from intent_loop.storage import ledger, pending_work, timestamps, transaction  # noqa: E402
+from intent_loop.storage.paths import session_hash  # noqa: E402
 
 DIST = ROOT / "dist"
 PYTHON = os.path.realpath(sys.executable)
@@ -32,34 +44,17 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "40"))
 
 
 def seed(data_root, workspace, events):
-    """A project whose session is linked to a task with claims, grown to `events` ledger events the
-    way real sessions grow it: per turn one prompt observation and one Stop signal, each its own
-    request, with Codex's 36-character turn ids (about 800 bytes a line)."""
-    paths = project_paths(str(data_root), str(workspace))
-    session = session_hash(SESSION)
+    """A synthetic year of history scaled to `events` - 1, its newest task linked to SESSION, then
+    one claim added without a publication (as `intent-loop claim add` in a session that has not
+    stopped since), so that every "Stop that publishes" really publishes a new contract version."""
+    paths = history.build(data_root, workspace, events - 1, session=session_hash(SESSION))
     with transaction.Transaction(paths, state.REDUCER, deadline=time.monotonic() + 120) as tx:
         plan = tasks.Plan(tx.state, now=timestamps.format_utc(time.time()))
-        claims = [tasks.user_claim(plan, statement=s, facets=[f], scope="task",
-                                   source_ref={"kind": "user_event", "event_id": _turn_id(0)})
-                  for s, f in (("Fix the login redirect loop", "outcome"),
-                               ("must not: action:install_local", "hard_constraint"))]
-        tasks.start_task(plan, task_id=ledger.new_uuid4(), session_hash=session, initial_claims=claims)
+        task_id = tx.state["sessions"][session_hash(SESSION)]
+        claim = tasks.user_claim(plan, statement="must not: action:install_local", facets=["hard_constraint"],
+                                 scope="task", source_ref={"kind": "user_event", "event_id": _turn_id(0)})
+        tasks.add_claim(plan, task_id=task_id, claim=claim)
         tx.append(plan.drafts, request_id="prompt:" + "0" * 64, fingerprint="0" * 64)
-        task_id = tx.state["sessions"][session]
-        prev, lines = tx.verified.last_hash, []
-        for i in range(events - tx.verified.count):
-            turn = _turn_id(i + 1)
-            kind, event_type, actor = (("user_event", "source_observed", "user") if i % 2 == 0
-                                       else ("agent_turn", "result_signal_observed", "agent"))
-            draft = ledger.Draft(event_type, task_id, actor, {
-                "host_session_hash": session, "source": {"kind": kind, "event_id": turn}, "char_count": 120,
-                "request_fingerprint": "0" * 64})
-            request_id = ("prompt:" if actor == "user" else "stop:") + hashlib.sha256(turn.encode()).hexdigest()
-            event, line = sealing.seal(draft, project_id=paths.project_id, request_id=request_id, prev_hash=prev,
-                                       occurred_at=timestamps.format_utc(time.time()))
-            prev = event["event_hash"]
-            lines.append(line)
-        tx.replace_ledger(tx.data + b"".join(lines), expect_count=events)
     return paths
 
 
@@ -69,70 +64,92 @@ def _turn_id(i):
     return f"{raw[:8]}-{raw[8:12]}-7{raw[13:16]}-a{raw[17:20]}-{raw[20:32]}"
 
 
+_PAYLOADS = itertools.count()
+
+
 def payload(event, workspace, counter, **extra):
+    """A Codex payload; every call gets its own turn id, so a second run on the same project is
+    not answered as a retry of the first."""
     base = {"session_id": SESSION, "transcript_path": None, "cwd": str(workspace), "hook_event_name": event,
-            "model": "mock-model", "permission_mode": "default", "turn_id": _turn_id(10**6 + counter)}
+            "model": "mock-model", "permission_mode": "default", "turn_id": _turn_id(10**6 + next(_PAYLOADS))}
     base.update(extra)
     return json.dumps(base).encode()
 
 
-def timed(cmd, data, env, *, is_hook=True):
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, env=env)
-    elapsed = time.perf_counter() - start
-    if is_hook and (proc.returncode != 0 or not proc.stdout.startswith(b'{"continue":true')):
-        raise SystemExit(f"bench: {cmd[0]} answered {proc.stdout[:200]!r} (exit {proc.returncode})")
-    return elapsed
+def timed(cmd, data, env, *, is_hook=True, paths=None):
+    """One measured run (measure.Run); a hook must answer `{"continue":true...}` and exit 0."""
+    wait_for = (lambda timeout: pending_work.wait_idle(paths, timeout=timeout)) if paths is not None else None
+    result = measure.run(cmd, data=data, env=env, capture=is_hook, wait_for=wait_for)
+    if is_hook and (result.returncode != 0 or not result.stdout.startswith(b'{"continue":true')):
+        raise SystemExit(f"bench: {cmd[0]} answered {result.stdout[:200]!r} (exit {result.returncode})")
+    return result
 
 
 def stats(samples):
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[max(0, int(round(0.95 * len(ordered))) - 1)]
+    return statistics.median(samples), measure.percentile(samples, 0.95)
 
 
-def run_case(name, binary, make_payload, env, paths=None, *, detaches=False, before_round=None):
+class Case:
+    """The samples of one path at one size, as ratios to the floor of the same rounds."""
+
+    def __init__(self, name, size, floor, hook, landed, node, written, rss):
+        self.name, self.size = name, size
+        self.floor, self.hook, self.landed, self.node = floor, hook, landed, node
+        self.written, self.rss = written, rss
+
+    def ratio(self, samples):
+        """(median, p95) of `samples` over the floor's median and p95."""
+        (fm, fp), (m, p) = stats(self.floor), stats(samples)
+        return m / fm, p / fp
+
+
+def run_case(name, binary, make_payload, env, paths=None, *, detaches=False, before_round=None, size=None):
     """Interleave the floor, the hook and node. The hook's time is what Codex waits for (its
     process); the write a hook detaches (`detaches`) is waited for after each run, untimed for the
-    hook, and reported as "until written". `before_round` runs untimed before every hook run."""
-    timed([str(binary)], make_payload(-1), env)  # warm: the first run of a data root extracts
-    if paths is not None:
-        pending_work.wait_idle(paths, timeout=30)
-    floor, hook, landed, node = [], [], [], []
+    hook, and reported as "until written". `before_round` runs untimed before every hook run.
+    Bytes written and peak RSS count the hook and its after-answer child together."""
+    timed([str(binary)], make_payload(-1), env, paths=paths)  # warm: the first run of a data root extracts
+    floor, hook, landed, node, written, rss = [], [], [], [], [], []
     for i in range(ROUNDS):
         if before_round is not None:
             before_round()
-        floor.append(timed([PYTHON, "-I", "-S", "-c", "pass"], b"", env, is_hook=False))
-        start = time.perf_counter()
-        hook.append(timed([str(binary)], make_payload(i), env))
-        if paths is not None:  # as between two prompts a person types: the write lands first
-            assert pending_work.wait_idle(paths, timeout=30), "detached hook work did not finish"
-            landed.append(time.perf_counter() - start)
+        floor.append(timed([PYTHON, "-I", "-S", "-c", "pass"], b"", env, is_hook=False).elapsed)
+        result = timed([str(binary)], make_payload(i), env, paths=paths)
+        hook.append(result.elapsed)
+        landed.append(result.landed)  # as between two prompts a person types: the write lands first
+        written.append(result.written)
+        rss.append(result.rss)
         if shutil.which("node"):
             start = time.perf_counter()
             subprocess.run(["node", "-e", ""], env=env)
             node.append(time.perf_counter() - start)
+    case = Case(name, size, floor, hook, landed, node, written, rss)
     fm, fp = stats(floor)
-    hm, hp = stats(hook)
-    line = f"{name:<44} hook {hm / fm:5.2f}x / {hp / fp:5.2f}x"
+    hm, hp = case.ratio(hook)
+    line = f"{name:<44} hook {hm:5.2f}x / {hp:5.2f}x"
     if node:
         nm, np_ = stats(node)
-        line += f"   node {nm / fm:5.2f}x / {np_ / fp:5.2f}x   hook/node p95 {hp / np_:4.2f}"
+        line += f"   node {nm / fm:5.2f}x / {np_ / fp:5.2f}x   hook/node p95 {stats(hook)[1] / np_:4.2f}"
     if detaches:
-        lm, lp = stats(landed)
-        line += f"   until written {lm / fm:5.2f}x / {lp / fp:5.2f}x"
+        lm, lp = case.ratio(landed)
+        line += f"   until written {lm:5.2f}x / {lp:5.2f}x"
+    known = [w for w in written if w is not None]
+    line += (f"   written {measure.size_text(statistics.median(known) if known else None)}"
+             f"   RSS {measure.mib(max(rss))}")
     print(line + f"   (floor {fm * 1e3:.1f} / {fp * 1e3:.1f} ms)", flush=True)
+    return case
 
 
-def first_run_cost(env, workspace):
+def first_run_cost(env, workspace, tries=8):
     """Extraction on first use: a fresh runtime directory each time, against the warm run."""
     cold, warm, floor = [], [], []
     binary = DIST / "intent-loop-stop"
-    for i in range(8):
+    for i in range(tries):
         root = tempfile.mkdtemp(prefix="il-bench-cold-")
         cold_env = dict(env, INTENT_LOOP_DATA_DIR=root)
-        floor.append(timed([PYTHON, "-I", "-S", "-c", "pass"], b"", cold_env, is_hook=False))
-        cold.append(timed([str(binary)], payload("Stop", workspace, i), cold_env))
-        warm.append(timed([str(binary)], payload("Stop", workspace, i), cold_env))
+        floor.append(timed([PYTHON, "-I", "-S", "-c", "pass"], b"", cold_env, is_hook=False).elapsed)
+        cold.append(timed([str(binary)], payload("Stop", workspace, i), cold_env).elapsed)
+        warm.append(timed([str(binary)], payload("Stop", workspace, i), cold_env).elapsed)
         shutil.rmtree(root, ignore_errors=True)
     fm = statistics.median(floor)
     print(f"{'first run (extraction) vs floor':<44} cold {statistics.median(cold) / fm:5.2f}x   "
@@ -165,37 +182,98 @@ class Snapshot:
         os.sync()  # the copy's writeback must not compete with the measured hook's fsyncs
 
 
-def main():
+PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop that publishes")
+
+
+def measure_size(size, project, workspace, env):
+    """Every linked path at one size; returns {path name: Case}."""
+    paths, snapshot, root = project
+    env_n = dict(env, INTENT_LOOP_DATA_DIR=str(root))
+    label = f"[{size:>6} events]"
+    cases = {}
+    cases[PATHS[0]] = run_case(f"{label} {PATHS[0]}", DIST / "intent-loop-session-start",
+                               lambda i: payload("SessionStart", workspace, i, source="resume"), env_n, paths,
+                               size=size)
+    cases[PATHS[1]] = run_case(f"{label} {PATHS[1]}", DIST / "intent-loop-user-prompt",
+                               lambda i: payload("UserPromptSubmit", workspace, i, prompt=f"keep going {i}"), env_n,
+                               paths, detaches=True, size=size)
+    cases[PATHS[2]] = run_case(f"{label} {PATHS[2]}", DIST / "intent-loop-user-prompt",
+                               lambda i: payload("UserPromptSubmit", workspace, i,
+                                                 prompt=f"intent: must keep API {i}\nintent: include src/mod{i}/"),
+                               env_n, paths, before_round=snapshot.restore, size=size)
+    cases[PATHS[3]] = run_case(f"{label} {PATHS[3]}", DIST / "intent-loop-stop",
+                               lambda i: payload("Stop", workspace, i, stop_hook_active=False,
+                                                 last_assistant_message="Done."),
+                               env_n, paths, detaches=True, before_round=snapshot.restore, size=size)
+    return cases
+
+
+def print_targets(run_no, by_size, unlinked):
+    """Issue 11's hook targets for one run: p95 ratios against the smallest size of the same run."""
+    base = min(by_size)
+    print(f"-- targets, run {run_no} (p95; 'vs {base:,}' is the same path at {base:,} events, same run) --")
+    header = f"{'path':<44} | {'events':>7} | {'x floor':>7} | {f'vs {base:,}':>9} | {'written':>10} | target"
+    print(header)
+    print("-" * len(header))
+    rows = (("prompt with two commands", "hook", "<= 1.1x vs base, <= 2.0x floor (goal 1.5x)"),
+            ("prompt without commands", "landed", "until written <= 1.1x vs base"),
+            ("Stop that publishes", "landed", "until written <= 1.1x vs base"),
+            ("SessionStart resume", "hook", "(no target; read path)"))
+    for path, which, target in rows:
+        base_p95 = measure.percentile(getattr(by_size[base][path], which), 0.95)
+        for size in sorted(by_size):
+            case = by_size[size][path]
+            samples = getattr(case, which)
+            p95 = measure.percentile(samples, 0.95)
+            known = [w for w in case.written if w is not None]
+            name = path + (" (until written)" if which == "landed" else "")
+            print(f"{name:<44} | {size:>7,} | {case.ratio(samples)[1]:>6.2f}x | {p95 / base_p95:>8.2f}x | "
+                  f"{measure.size_text(statistics.median(known) if known else None):>10} | "
+                  f"{target if size != base else ''}")
+    if unlinked is not None:
+        print(f"{'prompt, no linked task':<44} | {'-':>7} | {unlinked.ratio(unlinked.hook)[1]:>6.2f}x | "
+              f"{'':>9} | {'':>10} |")
+
+
+def main(argv=None):
+    global ROUNDS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, numbers mean nothing")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.quick:
+        args.sizes, args.rounds, args.runs = "20,60", 3, 1
+    ROUNDS = args.rounds
+    sizes = sorted(int(s) for s in args.sizes.split(","))
     for name in ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop"):
         if not (DIST / name).exists():
             raise SystemExit("bench: build dist/ first (python3 build.py)")
-    print(f"{ROUNDS} interleaved rounds; ratios are median / p95 against `{PYTHON} -I -S -c pass`")
-    with tempfile.TemporaryDirectory(prefix="il-bench-") as tmp:
+    subreaper = measure.become_subreaper()
+    print(f"{ROUNDS} interleaved rounds; ratios are median / p95 against `{PYTHON} -I -S -c pass`; bytes "
+          f"written {'count the after-answer child (ru_oublock x 512)' if subreaper else 'unknown on this platform'}")
+    with tempfile.TemporaryDirectory(prefix="il-bench-", dir=os.environ.get("BENCH_TMP")) as tmp:
         workspace = Path(tmp, "ws")
         workspace.mkdir()
         env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
         unlinked_env = dict(env, INTENT_LOOP_DATA_DIR=str(Path(tmp, "empty-root")))
-        run_case("prompt, no commands, no linked task", DIST / "intent-loop-user-prompt",
-                 lambda i: payload("UserPromptSubmit", workspace, i, prompt="please fix the tests"), unlinked_env)
-        for size in (1000, 10000):
+        projects = {}
+        for size in sizes:
             root = Path(tmp, f"root-{size}")
+            started = time.perf_counter()
             paths = seed(root, workspace, size)
-            snapshot = Snapshot(paths, workspace, tmp)
-            print(f"[{size:>5} events] ledger {os.path.getsize(paths.ledger) / 1e6:.1f} MB", flush=True)
-            env_n = dict(env, INTENT_LOOP_DATA_DIR=str(root))
-            run_case(f"[{size:>5} events] SessionStart resume", DIST / "intent-loop-session-start",
-                     lambda i: payload("SessionStart", workspace, i, source="resume"), env_n, paths)
-            run_case(f"[{size:>5} events] prompt without commands", DIST / "intent-loop-user-prompt",
-                     lambda i: payload("UserPromptSubmit", workspace, i, prompt=f"keep going {i}"), env_n, paths,
-                     detaches=True)
-            run_case(f"[{size:>5} events] prompt with two commands", DIST / "intent-loop-user-prompt",
-                     lambda i: payload("UserPromptSubmit", workspace, i,
-                                       prompt=f"intent: must keep API {i}\nintent: include src/mod{i}/"), env_n, paths,
-                     before_round=snapshot.restore)
-            run_case(f"[{size:>5} events] Stop that publishes", DIST / "intent-loop-stop",
-                     lambda i: payload("Stop", workspace, i, stop_hook_active=False, last_assistant_message="Done."),
-                     env_n, paths, detaches=True, before_round=snapshot.restore)
-        first_run_cost(env, workspace)
+            projects[size] = (paths, Snapshot(paths, workspace, tmp), root)
+            print(f"[{size:>6} events] ledger {os.path.getsize(paths.ledger) / 1e6:.1f} MB, built and verified in "
+                  f"{time.perf_counter() - started:.1f} s", flush=True)
+        for run_no in range(1, args.runs + 1):
+            print(f"== run {run_no} ==", flush=True)
+            unlinked = run_case("prompt, no commands, no linked task", DIST / "intent-loop-user-prompt",
+                                lambda i: payload("UserPromptSubmit", workspace, i, prompt="please fix the tests"),
+                                unlinked_env)
+            by_size = {size: measure_size(size, projects[size], workspace, env) for size in sizes}
+            print_targets(run_no, by_size, unlinked)
+        first_run_cost(env, workspace, tries=2 if args.quick else 8)
 
 
 if __name__ == "__main__":

@@ -162,7 +162,8 @@ def run_append(paths, opts, counting, IntentLoopError):
 def run_hold(paths, opts, lock_mod, paths_mod):
     paths_mod.ensure_project_layout(paths)
     heartbeat = float(opts.get("heartbeat", "0"))
-    with lock_mod.ProjectLock(paths.dir, deadline=time.monotonic() + 10.0) as held:
+    # no keepalive thread: the tests decide when this holder shows progress (--heartbeat)
+    with lock_mod.ProjectLock(paths.dir, deadline=time.monotonic() + 10.0, keepalive=False) as held:
         _say(f"locked {held.token}")
         while True:  # hold until the test closes our stdin
             ready, _, _ = select.select([sys.stdin], [], [], heartbeat or None)

@@ -51,7 +51,9 @@ def describe(state, paths, env):
                 next_version = 1
             else:
                 next_version = current if published["sha256"] == digest else current + 1
-    fstate = provider.read_file_state(path, state)
+    outside = provider.outside_reason(path, paths.root)
+    fstate = {"kind": "outside", "why": outside, "code": "PROVIDER_PATH_OUTSIDE"} if outside else \
+        provider.read_file_state(path, state)
     kind = fstate["kind"]
     if kind == "ours":
         if fstate.get("errors"):
@@ -73,6 +75,8 @@ def describe(state, paths, env):
 
 def _would(info):
     """The action a publish would take, mirroring provider.refresh without writing."""
+    if info["file"]["kind"] == "outside":
+        return "outside"
     if info["projection"] is None:
         return {"ours": "removed", "foreign": "foreign"}.get(info["file"]["kind"], "absent")
     if info["file"]["kind"] == "foreign":

@@ -5,12 +5,12 @@ import time
 
 from intent_loop.cli.common import current_project, data_root, load_state
 from intent_loop.cli.old_runtimes import old_runtimes
-from intent_loop.errors import IntentLoopError
+from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
-from intent_loop.storage.canonical import loads
+from intent_loop.storage import failure_log
 from intent_loop.storage.data_root import ROOT_SUFFIX
 from intent_loop.storage.ledger import verify_all
 from intent_loop.storage.paths import ProjectPaths
@@ -115,29 +115,53 @@ def _quarantine(project_dir):
 RECENT_FAILURES = 24 * 3600  # older failures are history, not a problem to act on now
 
 
-def _hook_failures_check(log_path, *, now):
-    """Fails on hook failures of the last 24 hours only; names their codes and steps (content-free)."""
-    total, recent = 0, {}
-    try:
-        with open(log_path, "rb") as fh:
-            for line in fh:
-                total += 1
-                try:
-                    record = loads(line)
-                    at = float(record["at"])
-                    key = f"{record.get('code')} at {record.get('event')}/{record.get('where')}"
-                except (ValueError, KeyError, TypeError):
-                    continue
-                if now - at <= RECENT_FAILURES:
-                    recent[key] = recent.get(key, 0) + 1
-    except OSError:
-        pass
+def _hook_failures_check(root, *, now):
+    """Fails on hook failures of the last 24 hours only; names their codes and steps (content-free).
+
+    Also fails when a hook touched the unlogged marker in that time: a failure it could not write
+    to the log (a full disk), which would otherwise read as "0 failures"."""
+    summary = failure_log.read(root)
+    recent = {}
+    for record in summary.records:
+        try:
+            at = float(record["at"])
+            key = f"{record.get('code')} at {record.get('event')}/{record.get('where')}"
+        except (ValueError, KeyError, TypeError):
+            continue
+        if now - at <= RECENT_FAILURES:
+            recent[key] = recent.get(key, 0) + 1
     count = sum(recent.values())
-    detail = f"{count} in the last 24 h ({total} logged in all)"
+    detail = f"{count} in the last 24 h ({len(summary.records)} logged in all)"
     if recent:
         detail += ": " + ", ".join(f"{n}x {key}" for key, n in sorted(recent.items(), key=lambda kv: -kv[1]))
-    return _check("hook_failures", count == 0, detail, f"read {log_path} (content-free); "
+    unlogged = summary.unlogged_at is not None and now - summary.unlogged_at <= RECENT_FAILURES
+    if unlogged:
+        detail += "; a hook failure could not be logged (last at " + time.strftime(
+            "%Y-%m-%d %H:%M UTC", time.gmtime(summary.unlogged_at)) + "; is the disk full?)"
+    if summary.unreadable:
+        detail += f"; the log is not a regular file of ours ({summary.unreadable}): remove it"
+    return _check("hook_failures", count == 0 and not unlogged and not summary.unreadable, detail,
+                  f"read {failure_log.log_path(root)} (content-free); "
                   "a failed hook answered continue:true, so Codex went on without intent-loop there")
+
+
+def _runtime_check(root):
+    """The extracted runtimes' directory: a link or file there, or one the launcher moved aside
+    (`<name>.broken-<hex>`: something not a directory stood where a runtime belongs)."""
+    runtime = os.path.join(root, "runtime")
+    moved = []
+    for directory in (root, runtime):
+        try:
+            moved += [os.path.join(directory, n) for n in os.listdir(directory) if ".broken-" in n]
+        except OSError:
+            pass
+    if os.path.islink(runtime) or (os.path.lexists(runtime) and not os.path.isdir(runtime)):
+        return _check("runtime", False, f"{ErrorCode.RUNTIME_BROKEN}: {runtime} is not a directory",
+                      "remove it; the next run extracts the runtime again")
+    if moved:
+        return _check("runtime", False, f"{ErrorCode.RUNTIME_BROKEN}: moved aside by the launcher: " + ", ".join(moved),
+                      "look at them, then remove them (the runtime was extracted again)")
+    return _check("runtime", True, f"{runtime} is a real directory" if os.path.isdir(runtime) else "not extracted yet")
 
 
 def cmd_doctor(args, console):
@@ -156,6 +180,8 @@ def cmd_doctor(args, console):
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
     checks.append(_hooks_check(console.env))
     checks.append(_interpreter_check())
+    if root is not None:
+        checks.append(_runtime_check(root))
     old = old_runtimes(console)
     checks.append(_check("old_runtimes", not old, describe_runtimes(old) if old else "none left by earlier builds",
                          "run `intent-loop install --apply`, which removes them"))
@@ -179,14 +205,20 @@ def cmd_doctor(args, console):
                              "no lock directories left" if not residue else "left: " + ", ".join(residue),
                              "if no intent-loop process runs, the next mutation cleans it; otherwise wait"))
         checks.append(_check("quarantine", True, f"{q_count} files, {q_bytes} bytes"))
-        checks.append(_hook_failures_check(os.path.join(root, "logs", "hook-failures.jsonl"), now=time.time()))
+        checks.append(_hook_failures_check(root, now=time.time()))
         try:
             paths = current_project(console)
-            fstate = provider.read_file_state(provider.provider_path(paths.root, console.env), load_state(paths))
-            ok = fstate["kind"] != "ours" or not fstate.get("errors")
-            checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
-                                                                          fstate["kind"] == "ours" else ""),
-                                 "run `intent-loop contract publish`"))
+            guard_path = provider.provider_path(paths.root, console.env)
+            outside = provider.outside_reason(guard_path, paths.root)
+            if outside:
+                checks.append(_check("guard_file", False, f"PROVIDER_PATH_OUTSIDE: {outside}",
+                                     "point EFG_CONTRACT_PATH inside the project, or unset it"))
+            else:
+                fstate = provider.read_file_state(guard_path, load_state(paths))
+                ok = fstate["kind"] != "ours" or not fstate.get("errors")
+                checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
+                                                                              fstate["kind"] == "ours" else ""),
+                                     "run `intent-loop contract publish`"))
         except IntentLoopError as exc:
             checks.append(_check("guard_file", False, exc.code, "run `intent-loop verify` and `intent-loop recover`"))
     ok = all(c["ok"] for c in checks)

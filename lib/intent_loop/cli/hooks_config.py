@@ -74,6 +74,8 @@ def load_config(path):
         config = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise _invalid(path, f"is not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise _invalid(path, "is nested too deeply to be a hooks file") from None
     check_shape(config, path)
     return config, raw
 
@@ -153,9 +155,14 @@ def unified_diff(path, old_bytes, new_bytes):
 
 
 def write_config(path, old_raw, new_bytes):
-    """Back up the old file (if any), then replace atomically, keeping its permission bits."""
+    """Back up the old file (if any), then replace atomically, keeping its permission bits.
+
+    A symlinked file (a dotfile manager's) is written through: its target is replaced atomically
+    in the target's own directory, and the link stays a link."""
     from intent_loop.storage.atomic import replace_atomically
 
+    if os.path.islink(path):
+        path = os.path.realpath(path)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     backup = None
     mode = 0o600

@@ -1,5 +1,4 @@
 """Read-only report commands: status, show, timeline (exit 0 whenever they can report)."""
-import os
 
 from intent_loop.cli.common import add_json_flag, add_task_option, current_project, data_root, load_state, pick_task
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -46,11 +45,9 @@ def register(subparsers):
 
 # -- status -------------------------------------------------------------------------------
 def _hook_failures(root):
-    try:
-        with open(os.path.join(root, "logs", "hook-failures.jsonl"), "rb") as fh:
-            return sum(1 for _ in fh)
-    except OSError:
-        return 0
+    from intent_loop.storage import failure_log
+
+    return len(failure_log.read(root).records)
 
 
 def task_rows(state):

@@ -51,6 +51,8 @@ def read_steps(path):
             step = json.loads(line)
         except ValueError as exc:
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{path} line {number}: not JSON ({exc})") from exc
+        except RecursionError:
+            raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{path} line {number}: nested too deeply") from None
         if not isinstance(step, dict) or step.get("event") not in BINARY_FOR_EVENT or \
                 ("payload" not in step and not isinstance(step.get("stdin"), str)):
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
@@ -105,7 +107,7 @@ class ReplaySession:
         answer, ok = None, code == 0
         try:
             answer = json.loads(out.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             ok = False
         if not isinstance(answer, dict):
             ok = False
@@ -117,8 +119,8 @@ class ReplaySession:
         return step
 
     def _lock_held(self):
-        """The project lock, held by replay for one step (a hook waits at most 2 s, well inside
-        the lock's 30 s of silence before waiters give up on a holder)."""
+        """The project lock, held by replay for one step: replay's lock keeps heartbeating (a CLI
+        budget), so the hook waits to its own 2 s deadline and answers LOCK_TIMEOUT."""
         from intent_loop.storage.lock import ProjectLock
         from intent_loop.storage.paths import ensure_project_layout
 

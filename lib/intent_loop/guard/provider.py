@@ -29,12 +29,32 @@ _LIST_FIELDS = {"scope include": ("scope", "include"), "scope exclude": ("scope"
                 "forbid": ("authorization", "forbidden")}
 
 
+# What JavaScript's String.prototype.trim() removes (WhiteSpace and LineTerminator, ECMA-262), which
+# is not what Python's str.strip() removes: Guard 0.2.2 trims EFG_CONTRACT_PATH this way.
+_JS_TRIM = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+            "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
 def provider_path(workspace, env):
-    """`$EFG_CONTRACT_PATH` resolved against the hook's cwd, else <cwd>/.execution-fidelity/contract.json."""
-    configured = env.get("EFG_CONTRACT_PATH")
+    """Where Guard 0.2.2 reads the contract: `path.resolve(cwd, EFG_CONTRACT_PATH.trim())`, a blank
+    value meaning unset, else <cwd>/.execution-fidelity/contract.json (lexical, no realpath)."""
+    configured = (env.get("EFG_CONTRACT_PATH") or "").strip(_JS_TRIM)
     if configured:
         return fast_os.path.normpath(fast_os.path.join(workspace, configured))
     return fast_os.path.join(workspace, *DEFAULT_PATH)
+
+
+def outside_reason(path, project_root):
+    """Why `path` may not be written (its directory's realpath is outside the project's), or None.
+
+    The one check every Guard-file write passes: an EFG_CONTRACT_PATH through a symlinked
+    directory, with `..`, or absolute elsewhere would otherwise write the document and a
+    .gitignore outside the workspace."""
+    directory = fast_os.path.realpath(fast_os.path.dirname(path))
+    root = fast_os.path.realpath(project_root)
+    if directory == root or directory.startswith(root.rstrip(fast_os.sep) + fast_os.sep):
+        return None
+    return f"{path} is outside the project {root} (its directory resolves to {directory}); nothing is written"
 
 
 def projection_for(task, *, project_root):
@@ -137,24 +157,28 @@ def _owning_task(doc, state):
 class Publication:
     """One refresh decision: the event to append (if any) and what happens to the file.
 
-    action is published | rewritten | unchanged | removed | absent | invalid | foreign.
+    action is published | rewritten | unchanged | removed | absent | invalid | foreign | outside.
     """
 
-    __slots__ = ("action", "path", "task_id", "version", "sha256", "reason", "draft", "document", "remove")
+    __slots__ = ("action", "path", "task_id", "version", "sha256", "reason", "draft", "document", "remove", "code")
 
     def __init__(self, action, path, *, task_id=None, version=None, sha256=None, reason=None,
-                 draft=None, document=None, remove=False):
+                 draft=None, document=None, remove=False, code=None):
         self.action, self.path, self.task_id, self.version = action, path, task_id, version
         self.sha256, self.reason, self.draft, self.document, self.remove = sha256, reason, draft, document, remove
+        self.code = code
 
     def as_dict(self):
-        return {k: getattr(self, k) for k in ("action", "path", "task_id", "version", "sha256", "reason")
+        return {k: getattr(self, k) for k in ("action", "path", "task_id", "version", "sha256", "reason", "code")
                 if getattr(self, k) is not None}
 
 
 def plan_refresh(state, *, workspace, env, now=time.time):
     """Decide the publication for `state` (the state as it will be after the pending events)."""
     path = provider_path(workspace, env)
+    outside = outside_reason(path, workspace)
+    if outside is not None:
+        return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
     task_id, reason = select_task(state)
     current = read_file_state(path, state)
     projection = None

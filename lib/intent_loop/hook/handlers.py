@@ -251,6 +251,9 @@ def _run_prompt_commands(payload, runtime, prompt):
     from intent_loop.ops import apply_commands
 
     commands = parse_prompt(prompt)
+    # Whatever stops this call from here on (the hook's deadline included, which no except clause
+    # below sees), the answer names the commands that were not recorded (hook.runtime uses it).
+    runtime["on_failure"] = lambda exc: prompt_answer.failure_answer(exc, count=len(commands))
     try:
         ctx = HookContext(payload, runtime)
         source_ref = _source("user_event", payload.get("turn_id"), prompt)
@@ -265,11 +268,21 @@ def _run_prompt_commands(payload, runtime, prompt):
         from intent_loop.hook.runtime import log_failure
 
         log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
-        return {"system_message": prompt_answer.failure_line(exc)}
+        return prompt_answer.failure_answer(exc, count=len(commands))
+    runtime["on_failure"] = lambda exc: _recorded_but_unanswered(exc, receipt)
     local_only = prompt_answer.is_local_only(prompt, commands)
     if local_only and not _is_steering(payload):
         return _local_answer(ctx, state, receipt)
     return _receipt_answer(ctx, state, receipt, steering=local_only)
+
+
+def _recorded_but_unanswered(exc, receipt):
+    """The commands were recorded but composing the answer failed: say so, and how to see them."""
+    from intent_loop.hook import prompt_answer
+
+    line = (f"{prompt_answer.PREFIX}the `intent:` lines were recorded, but the receipt could not be shown "
+            f"({prompt_answer.failure_code(exc)}); `intent: show` shows them")
+    return {"system_message": line, "context": line}
 
 
 def _is_steering(payload):
@@ -354,7 +367,7 @@ def stop(payload, runtime):
 
         def after_commit(tx, mutation):
             if mutation.detail is not None:
-                apply_commands.apply_quietly(mutation.detail)
+                apply_commands.apply_quietly(mutation.detail, env=ctx.env)
 
         mutation = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
                           params={"source": source}, plan=plan, deadline=deadline,

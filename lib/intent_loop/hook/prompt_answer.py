@@ -140,12 +140,36 @@ def _clipped(text, width):
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def failure_line(exc):
-    """What the user sees when the commands could not run: the code (docs/errors.md says what to
-    do; the message may name a pid or a path, so it stays in the log), and that the prompt went on."""
-    code = getattr(exc, "code", None) or type(exc).__name__
-    return f"{PREFIX}could not finish the `intent:` lines ({code}); the prompt went to the model as typed; " \
-           "see `intent-loop doctor`"
+_NEXT_STEP = {
+    "DEADLINE_EXCEEDED": "type them again in your next prompt",
+    "LOCK_TIMEOUT": "another intent-loop process held the project; type them again in your next prompt",
+    "WRITE_FAILED": "free disk space or fix permissions, then type them again",
+}
+
+
+def failure_code(exc):
+    from intent_loop.errors import IntentLoopError
+
+    if isinstance(exc, IntentLoopError):
+        return exc.code
+    if type(exc).__name__ == "HookDeadline":
+        return "DEADLINE_EXCEEDED"
+    return "INTERNAL_ERROR"
+
+
+def failure_line(exc, *, count):
+    """What the user (and the model) are told when a prompt's `intent:` lines could not be
+    recorded: how many, the code (docs/errors.md; the message may name a pid or a path, so it stays
+    in the log) and what to do. Never a bare continue:true: a command typed is never dropped unsaid."""
+    code = failure_code(exc)
+    what = _NEXT_STEP.get(code, "type them again; if it repeats, run `intent-loop doctor`")
+    noun = "command" if count == 1 else "commands"
+    return f"{PREFIX}{count} {noun} NOT recorded ({code}): {what}; the prompt went to the model as typed"
+
+
+def failure_answer(exc, *, count):
+    line = failure_line(exc, count=count)
+    return {"system_message": line, "context": line}
 
 
 def show_text(state, paths, session_hash):

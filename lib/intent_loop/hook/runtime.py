@@ -14,7 +14,6 @@ from intent_loop.storage.canonical import dumps, loads
 FAIL_OPEN = b'{"continue":true}'
 STDIN_CAP = 4 * 1024 * 1024
 DEADLINE_SECONDS = 2.0
-LOG_CAP = 64 * 1024
 _EVENTS_WITH_CONTEXT = ("SessionStart", "UserPromptSubmit")
 
 
@@ -84,6 +83,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     started = time.monotonic()
     where = "start"
     after_answer = None
+    context = {}
 
     def on_term(signum, frame):
         output.write(FAIL_OPEN)
@@ -101,7 +101,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
         where = "parse"
         payload = parse_payload(raw, event_name)
         where = "handler"
-        context = {"env": env, "deadline": started + deadline_seconds - 0.25, "executable": sys.argv[0]}
+        context.update(env=env, deadline=started + deadline_seconds - 0.25, executable=sys.argv[0])
         answer = handler(payload, context) if payload is not None else None
         where = "answer"
         after_answer = answer.pop("after_answer", None) if answer else None
@@ -109,6 +109,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     except BaseException as exc:  # the fail-open boundary: every failure becomes continue:true
         data, after_answer = FAIL_OPEN, None
         log_failure(env, event_name, where, exc)
+        data = _failure_answer(event_name, context, exc)
     try:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
     except OSError:
@@ -117,6 +118,19 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     after_answer = _with_maintenance(after_answer, env, event_name)
     if after_answer is not None:
         _finish_after_answer(after_answer, env, event_name, detach=detach, deadline_seconds=deadline_seconds)
+
+
+def _failure_answer(event_name, context, exc):
+    """continue:true, with what the handler said to tell the user when it fails after accepting
+    work the user typed (`context["on_failure"]`, see handlers); never raises."""
+    on_failure = context.get("on_failure")
+    if on_failure is None:
+        return FAIL_OPEN
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, 0.2)  # composing a one-line answer: bounded as well
+        return render_answer(event_name, on_failure(exc))
+    except BaseException:
+        return FAIL_OPEN
 
 
 def _with_maintenance(after_answer, env, event_name):
@@ -176,27 +190,10 @@ def parse_payload(raw, event_name):
 
 
 def log_failure(env, event_name, where, exc):
-    """Append one content-free line to <data root>/logs/hook-failures.jsonl (bounded, 0600)."""
+    """Record a hook failure, codes only (storage/failure_log.py); never raises."""
     try:
-        from intent_loop.errors import IntentLoopError
-        from intent_loop.storage.paths import resolve_data_root
+        from intent_loop.storage import failure_log
 
-        root, _how = resolve_data_root(env, executable=sys.argv[0] if sys.argv else None)
-        if not fast_os.path.isdir(root):
-            return
-        logs = fast_os.path.join(root, "logs")
-        if not fast_os.path.isdir(logs):
-            fast_os.mkdir(logs, 0o700)
-        path = fast_os.path.join(logs, "hook-failures.jsonl")
-        if fast_os.path.exists(path) and fast_os.path.getsize(path) > LOG_CAP:
-            fast_os.replace(path, path + ".1")
-        code = exc.code if isinstance(exc, IntentLoopError) else type(exc).__name__
-        record = {"at": int(time.time()), "event": event_name, "where": where, "code": code}
-        fd = fast_os.open(path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND
-                                | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            fast_os.write(fd, dumps(record).encode() + b"\n")
-        finally:
-            fast_os.close(fd)
+        failure_log.record(env, event_name, where, exc, executable=sys.argv[0] if sys.argv else None)
     except BaseException:  # logging must never turn a fail-open answer into a crash
         pass

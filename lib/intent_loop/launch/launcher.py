@@ -27,12 +27,38 @@ def run(build_id, module, function, *, is_hook):
             pass
         os.write(1, FAIL_OPEN)
         sys.exit(0)
+    root = repaired(root, is_hook=is_hook)
     site_packages = os.path.join(root, os.path.basename(binary) + "_" + build_id, "site-packages")
     if os.path.isfile(os.path.join(site_packages, MARKER)):
         sys.argv = [sys.argv[0], site_packages, binary] + args
         run_extracted(module, function, is_hook=False)  # the handler is in place already
     else:
         extract(root, site_packages, binary, args)
+
+
+def repaired(root, *, is_hook):
+    """`root` (<data root>/runtime/<build id>) with whatever non-directory stands at it or at its
+    parent (a file, a symlink, a FIFO) moved aside, so the next extraction can proceed and nothing
+    is extracted through a link. When that is impossible: a hook answers fail-open, the command
+    line says RUNTIME_BROKEN and what to do."""
+    for path in (os.path.dirname(root), root):
+        if not os.path.lexists(path) or (os.path.isdir(path) and not os.path.islink(path)):
+            continue
+        try:
+            os.rename(path, f"{path}.broken-{os.urandom(4).hex()}")
+        except OSError:
+            _broken(path, is_hook)
+    return root
+
+
+def _broken(path, is_hook):
+    if is_hook:
+        while os.read(0, 65536):
+            pass
+        os.write(1, FAIL_OPEN)
+        sys.exit(0)
+    sys.exit(f"intent-loop: RUNTIME_BROKEN: {path} is not a directory and could not be moved aside; "
+             "remove it, then run the command again")
 
 
 def runtime_root(env, binary, build_id, *, is_hook):

@@ -35,7 +35,7 @@ if [ -x "$py" ]; then
   # Python compiling the long way costs about a tenth of an interpreter start: the common case
   # (a complete runtime under a root the shell found, not through a symlink) skips it.
   site=$root/runtime/@BUILD_ID@/${0##*/}_@BUILD_ID@/site-packages
-  if [ -n "$root" ] && [ ! -L "$0" ] && [ -f "$site/@MARKER@" ]; then
+  if [ -n "$root" ] && [ ! -L "$0" ] && [ ! -L "$root/runtime" ] && [ -f "$site/@MARKER@" ]; then
     start "$py" -I -S -c "@FAST_PATH_CODE@" "$site" "$0" "$@"
   fi
 fi

@@ -211,7 +211,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
         runner.apply_control_change()
         receipt.events = mutation.events
         if publication is not None:
-            receipt.publication = apply_quietly(publication)
+            receipt.publication = apply_quietly(publication, env=env)
         receipt.state = tx.state
         _finish(receipt, tx.state, session_hash, paths)
 
@@ -245,25 +245,32 @@ def add_publication(plan, *, workspace, env, now=time.time):
     return publication
 
 
-def _reported(write_guard_file):
-    """A Guard-file write whose failure is reported, never raised: the recorded events stand."""
+def _reported(write_guard_file, env=None):
+    """A Guard-file write whose failure is reported, never raised: the recorded events stand. A
+    failure (or a path outside the project) is also logged with its code when `env` is given, so
+    a Stop hook, whose answer nobody reads, does not swallow it."""
     try:
-        return write_guard_file()
+        result = write_guard_file()
     except IntentLoopError as exc:
-        return {"action": "error", "reason": exc.message, "code": exc.code}
+        result = {"action": "error", "reason": exc.message, "code": exc.code}
     except OSError as exc:
-        return {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
+        result = {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
+    if env is not None and result.get("code"):
+        from intent_loop.storage import failure_log
+
+        failure_log.record(env, "Guard", "provider_file", IntentLoopError(result["code"], result.get("reason", "")))
+    return result
 
 
-def apply_quietly(publication):
+def apply_quietly(publication, *, env=None):
     """Write or withdraw the Guard file decided by add_publication (caller holds the lock)."""
     def write():
         provider.apply_file(publication)
         return publication.as_dict()
 
-    return _reported(write)
+    return _reported(write, env)
 
 
 def refresh_quietly(tx, *, workspace, env):
     """Refresh the Guard file in its own ledger write (a retried Stop, nothing else pending)."""
-    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env))
+    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env), env)

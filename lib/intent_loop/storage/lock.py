@@ -15,30 +15,43 @@ Protocol (why each step exists):
   "judge the holder dead, then move its directory away" atomic, so a live holder is never robbed.
 - Reclaimed and released directories are renamed to `ledger.lock.<token>.reclaimed/` and
   `.released/` (the markers) before removal; leftovers are cleaned under the lock later.
-- Waiters give up at their own deadline, and earlier if a live holder shows no heartbeat for
-  `silent_after` seconds.
+- Waiters give up at their own deadline (their absolute ceiling), and earlier if a live holder
+  shows no progress (a new owner token or a fresh heartbeat) for the no-progress window, which is
+  shorter than every ceiling: 1 s for a waiter with at most 3 s to go (a hook), 5 s otherwise
+  (the command line). Any progress restarts the window.
+- Holders heartbeat at least every quarter of the smallest window: a lock taken with more than
+  3 s to its deadline (the command line's long holders: delete, recover, a big import) touches
+  its owner record from a background thread every 0.25 s while held; a hook's short transaction
+  heartbeats at its steps.
 """
 import time
 
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import fast_os, platform
+from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.atomic import write_all
 from intent_loop.storage.canonical import dumps, loads
 
 OWNER_FILE = "owner.json"
 OWNERLESS_GRACE = 2.0  # an owner-less lock (left by an older writer) is dead after this long
-SILENT_AFTER = 30.0  # a live holder silent this long makes waiters give up (never robbed)
+HOOK_WINDOW = 1.0  # no progress for this long: a waiter with a hook's budget gives up (never robs)
+CLI_WINDOW = 5.0  # the same for the command line's longer budget
+SHORT_BUDGET = 3.0  # a waiter or holder with at most this long to its deadline is a hook
+KEEPALIVE_EVERY = 0.25  # a quarter of the smallest window
 _RESIDUE_SUFFIXES = (".tmp", ".reclaimed", ".released")
 
 
 class ProjectLock:
     """Held from acquire() to release(); use as `with ProjectLock(dir, deadline=...) as lock:`."""
 
-    def __init__(self, project_dir, *, deadline, silent_after=SILENT_AFTER, _sleep=time.sleep):
+    def __init__(self, project_dir, *, deadline, silent_after=None, keepalive=None, _sleep=time.sleep):
         self.project_dir = project_dir
         self.lock_dir = fast_os.path.join(project_dir, "ledger.lock")
         self.deadline = deadline
-        self.silent_after = silent_after
+        short = deadline - time.monotonic() <= SHORT_BUDGET
+        self.silent_after = silent_after if silent_after is not None else (HOOK_WINDOW if short else CLI_WINDOW)
+        self._keepalive_wanted = (not short) if keepalive is None else keepalive
+        self._keepalive = None  # the running keepalive thread's stop event
         self.token = fast_os.urandom(16).hex()
         self._owner_fd = None
         self._installed = False
@@ -81,6 +94,8 @@ class ProjectLock:
                         prepared = self._prepare()
                     fast_os.rename(prepared, self.lock_dir)
                     self._installed = True
+                    if self._keepalive_wanted:
+                        self._start_keepalive()
                     return
                 if holder["dead"]:
                     self._reclaim(holder)
@@ -134,9 +149,9 @@ class ProjectLock:
         if not fast_os.path.isdir(self.lock_dir) or fast_os.path.islink(self.lock_dir):
             raise IntentLoopError(ErrorCode.UNSAFE_PATH, f"{self.lock_dir} is not a lock directory; remove it by hand")
         owner_path = fast_os.path.join(self.lock_dir, OWNER_FILE)
-        try:
-            fd = fast_os.open(owner_path, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
-        except OSError:
+        try:  # a FIFO, link or directory there is no owner of ours: owner-less, reclaimed after the grace
+            fd, _st = paths_mod.open_regular(owner_path)
+        except (OSError, IntentLoopError):
             return {"dead": time.time() - st.st_mtime > OWNERLESS_GRACE, "ownerless": True, "ino": st.st_ino}
         try:
             held = platform.is_kernel_lock_held(fd)
@@ -174,6 +189,29 @@ class ProjectLock:
             self._owner_fd = None
 
     # -- holding -----------------------------------------------------------------------------
+    def _start_keepalive(self):
+        """Touch the owner record every KEEPALIVE_EVERY seconds until release (a daemon thread:
+        a process that dies takes it along, and then the flock proves the lock dead)."""
+        import threading  # the command line only: hooks never hold the lock this long
+
+        stop = threading.Event()
+        fd = self._owner_fd
+
+        def beat():
+            while not stop.wait(KEEPALIVE_EVERY):
+                try:
+                    fast_os.utime(fd)
+                except OSError:
+                    return
+
+        threading.Thread(target=beat, name="intent-loop-lock-keepalive", daemon=True).start()
+        self._keepalive = stop
+
+    def _stop_keepalive(self):
+        if self._keepalive is not None:
+            self._keepalive.set()
+        self._keepalive = None
+
     def heartbeat(self):
         """Show waiters we are making progress (touch the owner record)."""
         if self._owner_fd is not None:
@@ -192,6 +230,7 @@ class ProjectLock:
 
     def release(self):
         """Give the lock back. Never raises: the guarded work is already durable or rolled back."""
+        self._stop_keepalive()  # before the descriptor it touches is closed
         if self._owner_fd is None:
             return
         marker = f"{self.lock_dir}.{self.token}.released"
@@ -263,7 +302,7 @@ def _is_being_prepared(path):
         fast_os.close(fd)
 
 
-def remove_lock_tree(path, *, attempts=3):
+def remove_lock_tree(path, *, attempts=3, depth=0):
     """Remove a lock directory (flat: it only ever holds owner.json) with bounded retries."""
     for _ in range(attempts):
         try:
@@ -271,7 +310,13 @@ def remove_lock_tree(path, *, attempts=3):
                 fast_os.unlink(path)
                 return
             for name in fast_os.listdir(path):
-                fast_os.unlink(fast_os.path.join(path, name))
+                entry = fast_os.path.join(path, name)
+                if fast_os.path.isdir(entry) and not fast_os.path.islink(entry):
+                    if depth >= 4:  # a planted tree this deep is left for a person; the rmdir below fails
+                        continue
+                    remove_lock_tree(entry, attempts=1, depth=depth + 1)  # a directory planted as owner.json
+                else:
+                    fast_os.unlink(entry)
             fast_os.rmdir(path)
             return
         except FileNotFoundError:

@@ -1,4 +1,5 @@
 """Where data lives: the data root, project identity, the project directory layout, path safety."""
+import errno
 import stat
 
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -103,6 +104,69 @@ def check_regular_file(path):
     if st.st_nlink != 1:
         raise unsafe(path, "the data file has other hard links")
     return st
+
+
+def open_regular(path, flags=None, mode=0o600):
+    """Open a file of ours so that it cannot be a link, a FIFO or a device, and never blocks.
+
+    O_NOFOLLOW refuses a symlink, O_NONBLOCK keeps a FIFO from hanging the open, and the fstat of
+    the descriptor (not of the name, which could change in between) must show a regular file with
+    one link; anything else closes it and raises UNSAFE_PATH. Returns (fd, fstat).
+    """
+    flags = fast_os.O_RDONLY if flags is None else flags
+    try:
+        fd = fast_os.open(path, flags | getattr(fast_os, "O_NOFOLLOW", 0) | fast_os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):  # ENXIO: a FIFO opened to write
+            raise unsafe(path, "a symbolic link, FIFO, device or directory stands where a data file belongs") from None
+        raise
+    st = fast_os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        fast_os.close(fd)
+        raise unsafe(path, "a symbolic link, FIFO, device, directory or hard-linked file stands where a data file "
+                           "belongs")
+    return fd, st
+
+
+def read_capped(path, cap):
+    """The bytes of a regular file of ours, or None when it is missing or larger than `cap`
+    (a derived file that big is not ours to believe); UNSAFE_PATH for links and special files."""
+    try:
+        fd, st = open_regular(path)
+    except FileNotFoundError:
+        return None
+    try:
+        if st.st_size > cap:
+            return None
+        chunks, size = [], 0
+        while size <= cap:
+            chunk = fast_os.read(fd, cap + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= cap else None
+    finally:
+        fast_os.close(fd)
+
+
+def remove_derived(path):
+    """Remove what stands where a derived file of ours belongs (a link, FIFO, device or a
+    hard-linked file: unlink removes only the name, never what it points at); directories are
+    renamed aside with a unique suffix, never deleted. Best effort."""
+    try:
+        st = fast_os.lstat(path)
+    except OSError:
+        return
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            fast_os.rename(path, f"{path}.{fast_os.urandom(4).hex()}.unsafe")
+        else:
+            fast_os.unlink(path)
+    except OSError:
+        pass
 
 
 def ensure_directory(path):

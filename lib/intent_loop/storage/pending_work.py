@@ -18,8 +18,7 @@ def hold(paths):
     foreign exclusive holder (waiters only ever hold it for an instant) must not keep the hook."""
     try:
         paths_mod.ensure_directory(paths.cache_dir)  # deletable at any time; the job writes it anyway
-        fd = fast_os.open(fast_os.path.join(paths.cache_dir, PENDING_FILE),
-                     fast_os.O_RDONLY | fast_os.O_CREAT | fast_os.O_NOFOLLOW, 0o600)
+        fd = _open_lock_file(paths, create=True)
     except (OSError, IntentLoopError):
         return None
     try:
@@ -31,13 +30,28 @@ def hold(paths):
     return None
 
 
+def _open_lock_file(paths, *, create):
+    """The lock file, never a FIFO or a link: a FIFO in its place would block the open forever
+    (after the hook answered); in its place is derived residue, so it is moved aside for the next
+    call (UNSAFE_PATH is raised for this one)."""
+    path = fast_os.path.join(paths.cache_dir, PENDING_FILE)
+    flags = fast_os.O_RDONLY | (fast_os.O_CREAT if create else 0)
+    try:
+        fd, _st = paths_mod.open_regular(path, flags)
+    except IntentLoopError:
+        paths_mod.remove_derived(path)
+        raise
+    return fd
+
+
 def wait_idle(paths, *, timeout):
     """True once no detached work of this project is running (False after `timeout` seconds)."""
-    path = fast_os.path.join(paths.cache_dir, PENDING_FILE)
     try:
-        fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NOFOLLOW)
-    except OSError:
+        fd = _open_lock_file(paths, create=False)
+    except FileNotFoundError:
         return True  # no detached work was ever started here (or the cache was deleted)
+    except (OSError, IntentLoopError):
+        return True  # not a lock file of ours (hold() refuses it too, so no job holds it)
     try:
         return platform.wait_for_lock(fd, until=time.monotonic() + timeout, pause=0.002)
     finally:

@@ -1,0 +1,147 @@
+"""Issue 12 (items 5, 6, 7, 9) through the built binaries: special files where ours belong never hang
+or crash a hook or a command, writes never go through links, and failures are never silent."""
+import json
+import os
+import subprocess
+import time
+
+import test_hooks
+from test_hooks import DIST, fixture, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
+
+BINARIES = test_hooks.BINARIES
+
+env = test_hooks.env
+ws = test_hooks.ws
+CLI = os.path.join(DIST, "intent-loop")
+
+
+def _cli(env, ws, *argv, timeout=30):
+    started = time.monotonic()
+    proc = subprocess.run([CLI, *argv], cwd=ws, env=env, capture_output=True, text=True, timeout=timeout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc, time.monotonic() - started
+
+
+SESSION = prompt_payload("/", "x")["session_id"]
+
+
+def _linked(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it", turn="t-1"), env)
+    return project_of(env, ws)
+
+
+def _raw_hook(event, payload, env, *, timeout=15):
+    """The hook process itself must exit (not only answer): Codex waits for it."""
+    started = time.monotonic()
+    proc = subprocess.run([os.path.join(DIST, BINARIES[event])], input=json.dumps(payload).encode(),
+                          capture_output=True, env=env, timeout=timeout)
+    return proc, time.monotonic() - started
+
+
+def test_a_fifo_at_the_pending_work_lock_never_keeps_a_hook_alive(env, ws):
+    project = _linked(env, ws)
+    lock = os.path.join(project.cache_dir, "deferred.lock")
+    if os.path.exists(lock):
+        os.unlink(lock)
+    os.mkfifo(lock)
+    for event, payload in (("Stop", fixture("stop.turn1.json", ws, session_id=SESSION)),
+                           ("UserPromptSubmit", prompt_payload(ws, "carry on", turn="t-2"))):
+        proc, elapsed = _raw_hook(event, payload, env)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["continue"] is True
+        assert elapsed < 5, f"{event} hook stayed alive {elapsed:.1f}s"
+        if os.path.exists(lock):
+            assert not os.path.stat.S_ISFIFO(os.lstat(lock).st_mode)
+
+
+def test_a_fifo_or_directory_as_the_lock_owner_record_is_reclaimed_not_a_hang(env, ws):
+    for kind in ("fifo", "directory"):
+        project = _linked(env, ws)
+        os.mkdir(project.lock_dir)
+        owner = os.path.join(project.lock_dir, "owner.json")
+        os.mkfifo(owner) if kind == "fifo" else os.mkdir(owner)
+        past = time.time() - 60
+        os.utime(project.lock_dir, (past, past))
+        proc, elapsed = _cli(env, ws, "claim", "add", "must", f"keep {kind} tests")
+        assert proc.returncode == 0, proc.stderr
+        assert elapsed < 10
+        assert not os.path.exists(project.lock_dir)
+
+
+def test_the_failure_log_is_never_written_through_a_hard_link(env, ws, tmp_path):
+    project = _linked(env, ws)
+    logs = os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs")
+    os.makedirs(logs, exist_ok=True)
+    other = tmp_path / "someone-elses.log"
+    other.write_bytes(b"precious\n")
+    log = os.path.join(logs, "hook-failures.jsonl")
+    if os.path.exists(log):
+        os.unlink(log)
+    os.link(other, log)
+    with open(project.ledger, "ab") as fh:  # damage the ledger so the next prompt's commands fail
+        fh.write(b"garbage line\n")
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-3"), env)
+    assert "NOT recorded" in answer["systemMessage"]
+    assert other.read_bytes() == b"precious\n"
+
+
+def test_a_failure_that_cannot_be_logged_is_still_seen_by_doctor(env, ws):
+    project = _linked(env, ws)
+    log = os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl")
+    if os.path.exists(log):
+        os.unlink(log)
+    os.makedirs(log)  # stands where the log belongs: nothing can be appended to it
+    with open(project.ledger, "ab") as fh:
+        fh.write(b"garbage line\n")
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-4"), env)
+    proc, _t = _cli(env, ws, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["hook_failures"]["ok"] is False
+    assert "could not be logged" in checks["hook_failures"]["detail"]
+
+
+def test_a_log_linked_to_dev_zero_never_exhausts_status_or_doctor(env, ws):
+    _linked(env, ws)
+    log = os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl")
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    if os.path.exists(log):
+        os.unlink(log)
+    os.symlink("/dev/zero", log)
+    for argv in (("status",), ("doctor",)):
+        proc, elapsed = _cli(env, ws, *argv, timeout=20)
+        assert elapsed < 10 and proc.returncode in (0, 1)
+    proc, _t = _cli(env, ws, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["hook_failures"]["ok"] is False and "UNSAFE_PATH" in checks["hook_failures"]["detail"]
+
+
+def test_a_damaged_ledger_line_is_its_ledger_code_not_a_system_error(env, ws):
+    """_json's scanner reports an unterminated string or a raw control character through a class
+    the hooks never import; it must surface as LEDGER_MALFORMED."""
+    project = _linked(env, ws)
+    with open(project.ledger, "ab") as fh:
+        fh.write(b'{"actor":"user","payload":{"x":"unterminated}\n{"a":"raw\x01control"}\n')
+    proc, _t = _cli(env, ws, "verify", "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "LEDGER_MALFORMED"
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-5"), env)
+    with open(os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"), "rb") as fh:
+        codes = {json.loads(line)["code"] for line in fh}
+    assert "SystemError" not in codes and "LEDGER_MALFORMED" in codes
+
+
+def test_a_file_at_the_runtime_directory_is_moved_aside_and_reported(env, ws):
+    """A regular file where <data root>/runtime/<build id> belongs once made every binary fail for
+    good; the launcher moves it aside, extracts again, and doctor names what it moved."""
+    _linked(env, ws)
+    runtime = os.path.join(env["INTENT_LOOP_DATA_DIR"], "runtime")
+    for name in os.listdir(runtime):
+        path = os.path.join(runtime, name)
+        if os.path.isdir(path) and len(name) == 64:
+            subprocess.run(["rm", "-rf", path], check=True)
+            with open(path, "wb") as fh:
+                fh.write(b"not a runtime")
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-6"), env)
+    assert "recorded" in answer["systemMessage"]
+    proc, _t = _cli(env, ws, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["runtime"]["ok"] is False and "RUNTIME_BROKEN" in checks["runtime"]["detail"]
+    assert ".broken-" in checks["runtime"]["detail"]
