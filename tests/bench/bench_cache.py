@@ -1,6 +1,6 @@
 """The cache with a year of history: bytes a hook reads, bytes a mutation writes, read time vs the floor.
 
-    python3 tests/bench/bench_cache.py [LIB ...]
+    python3 tests/bench/bench_cache.py [--quick] [LIB ...]
 
 For each lib/ given (default: this checkout's; pass an older checkout's lib/ too to compare
 formats) it writes the synthetic year of tests/bench/year_history.py (300 tasks, 3,000 claims,
@@ -10,7 +10,7 @@ formats) it writes the synthetic year of tests/bench/year_history.py (300 tasks,
   process that only imports, and `python3 -I -S -c pass` (the floor), interleaved;
 - one `intent: must ...` prompt's mutation: bytes written to cache/ (every replace_atomically
   into it, summed) and the process's wchar.
-Ratios only; nothing here is asserted.
+Ratios only; nothing here is asserted. `--quick` (the smoke test): a tenth of the history, 2 rounds.
 """
 import os
 import statistics
@@ -75,11 +75,14 @@ def run(args):
     return time.perf_counter() - started, out
 
 
-def bench(lib, work):
+def bench(lib, work, quick=False):
     sys.path[:0] = [str(lib), str(HERE)]
     for name in [m for m in sys.modules if m.startswith("intent_loop") or m == "year_history"]:
         del sys.modules[name]
     import year_history
+
+    if quick:
+        year_history.TASKS, year_history.SESSIONS = 30, 730
 
     from intent_loop.intent.state import REDUCER
     from intent_loop.storage import ledger
@@ -99,14 +102,15 @@ def bench(lib, work):
     script.write_text(CHILD)
     base = [PYTHON, "-I", "-S", str(script), str(lib), str(HERE), str(data_root), str(workspace)]
     floor, imports, reads, rchar = [], [], [], []
-    for _ in range(ROUNDS):
+    rounds = 2 if quick else ROUNDS
+    for _ in range(rounds):
         floor.append(run([PYTHON, "-I", "-S", "-c", "pass"])[0])
         imports.append(run(base + ["imports", session])[0])
         spent, out = run(base + ["read", session])
         reads.append(spent)
         rchar.append(int(out))
     mutations = [tuple(map(int, run(base + ["mutate", session])[1].split()))
-                 for _ in range(max(3, ROUNDS // 3))]
+                 for _ in range(max(3, rounds // 3))]
     spent, out = run(base + ["read", session])  # after the mutations: the cache they left
     f = statistics.median(floor)
     print(f"== {lib}")
@@ -114,7 +118,7 @@ def bench(lib, work):
           f" first full read {cold:.2f} s")
     print(f"cache/: {len(cache)} files, {sum(cache.values()) / 1024:.0f} KiB; largest "
           + ", ".join(f"{n} {s / 1024:.1f} KiB" for n, s in sorted(cache.items(), key=lambda kv: -kv[1])[:3]))
-    print(f"hook read path: {statistics.median(rchar) / 1024:.1f} KiB read (median of {ROUNDS});"
+    print(f"hook read path: {statistics.median(rchar) / 1024:.1f} KiB read (median of {rounds});"
           f" after the mutations {int(out) / 1024:.1f} KiB")
     read_only = (statistics.median(reads) - statistics.median(imports)) / f
     print(f"  process: median {statistics.median(reads) / f:.2f}x floor"
@@ -127,10 +131,11 @@ def bench(lib, work):
 
 
 def main():
-    libs = [Path(a).resolve() for a in sys.argv[1:]] or [ROOT / "lib"]
+    quick = "--quick" in sys.argv[1:]
+    libs = [Path(a).resolve() for a in sys.argv[1:] if a != "--quick"] or [ROOT / "lib"]
     for lib in libs:
-        with tempfile.TemporaryDirectory(prefix="bench-cache-") as tmp:
-            bench(lib, Path(tmp))
+        with tempfile.TemporaryDirectory(prefix="bench-cache-", dir=os.environ.get("BENCH_TMP")) as tmp:
+            bench(lib, Path(tmp), quick=quick)
 
 
 if __name__ == "__main__":
