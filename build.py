@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The one entry for people and CI: set up, build dist/, test, benchmark, demo.
 
-    python3 build.py            build the four binaries into dist/
+    python3 build.py            build the five binaries into dist/
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
     python3 build.py demo       set up, build, run the main job on an embedded sample
-    python3 build.py bench      hook ratios against `python3 -I -S -c pass` at 1,000 / 10,000 / 100,000
-                                events, with bytes written and peak RSS (--quick: a smoke run)
+    python3 build.py bench      hook and MCP server ratios against `python3 -I -S -c pass` at 1,000 /
+                                10,000 / 100,000 events, with bytes written and peak RSS (--quick: a smoke run)
     python3 build.py bench-ledger   append cost at 10 to 100,000 events and the ledger commands
                                 (verify, timeline, export, import, delete, doctor) at 100,000
     python3 build.py bench-cache [LIB ...]   a year of history: cache bytes per hook read and mutation
@@ -277,7 +277,9 @@ def cmd_demo(args):
 
 def cmd_bench(args):
     cmd_build([])
-    return subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_hooks.py"), *args]).returncode
+    hooks = subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_hooks.py"), *args]).returncode
+    mcp = subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_mcp.py")]).returncode
+    return hooks or mcp
 
 
 def cmd_bench_ledger(args):

@@ -12,6 +12,9 @@ from tests.helpers.counting import CountingReducer
 _REAL_HOMES = {os.path.expanduser("~"), pwd.getpwuid(os.getuid()).pw_dir}
 _REAL_PLUGIN_DATA = sorted({os.path.join(home, ".codex", "plugin-data") for home in _REAL_HOMES})
 _ENV_THAT_POINTS_AT_DATA = ("CODEX_HOME", "PLUGIN_DATA", "INTENT_LOOP_DATA_DIR")
+# Set by Codex in its agent's shells: a suite run from one would see the CLI refuse user-only
+# commands (AGENT_SHELL); tests that need the marker set it themselves.
+_AGENT_SHELL_MARKERS = ("CODEX_TOOL_CALL_ID", "CODEX_THREAD_ID")
 HANG_LIMIT_SECONDS = 240  # a hung test (a FIFO opened, a lock never released) dumps stacks and exits
 _hang_report_fd = 2
 
@@ -45,7 +48,7 @@ def isolated_home(tmp_path_factory, monkeypatch):
     before = {root: _snapshot(root) for root in _REAL_PLUGIN_DATA}
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    for name in _ENV_THAT_POINTS_AT_DATA:
+    for name in _ENV_THAT_POINTS_AT_DATA + _AGENT_SHELL_MARKERS:
         monkeypatch.delenv(name, raising=False)
     faulthandler.dump_traceback_later(HANG_LIMIT_SECONDS, exit=True, file=_hang_report_fd)
     yield home

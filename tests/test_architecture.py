@@ -22,8 +22,9 @@ MAY_IMPORT = {
     "guard": {"intent", "storage", "redact", "errors"},
     "ops": {"guard", "intent", "storage", "redact", "errors"},
     "hook": {"ops", "guard", "intent", "storage", "launch", "redact", "errors"},
-    "cli": {"ops", "guard", "intent", "storage", "launch", "redact", "errors"},
     "mcp": {"ops", "guard", "intent", "storage", "launch", "redact", "errors"},
+    # `intent-loop mcp` runs the same server as dist/intent-loop-mcp
+    "cli": {"mcp", "ops", "guard", "intent", "storage", "launch", "redact", "errors"},
 }
 
 

@@ -327,3 +327,30 @@ def test_a_pointer_to_a_last_line_without_its_lf_is_believed(project, workspace)
     assert not state["tasks"]._source.recovered
     assert (view, provider.projection_for(state["tasks"][linked_task_id(project)], project_root=workspace)) \
         == truth(project, workspace)
+
+
+def test_agent_lifecycle_and_proposals_round_trip_through_the_cache(project, workspace):
+    """issue 13's fields: an agent's mode change (guard_mode), its proposal (a candidate of the
+    task), and each claim's actor come back from the cache exactly as a fold makes them."""
+    from intent_loop.storage import transaction
+
+    task_id = seeded(project, workspace)
+
+    def plan(_state):
+        return [ledger.Draft("proposal_added", task_id, "agent", {
+                    "candidate_id": ledger.new_uuid4(), "statement": "must: a proposed rule",
+                    "facets": ["hard_constraint"], "scope": "task"}),
+                ledger.Draft("mode_set", task_id, "agent", {"mode": "off"})]
+
+    transaction.mutate(project, REDUCER, request_id="agent-1", operation="agent", params={}, plan=plan,
+                       deadline=time.monotonic() + 20)
+    fresh = ledger.verify_all(project, REDUCER)
+    task = fresh.state["tasks"][task_id]
+    assert task["guard_mode"] == "on" and "proposal_seq" in task
+    assert checkpoint.matches(project, REDUCER, fresh)
+    cached = ledger.load_verified(project, REDUCER).state
+    assert cached == fresh.state
+    assert not cached["tasks"]._source.recovered
+    (proposal,) = [c for c in cached["candidates"].values() if c.get("kind") == "proposal"]
+    assert proposal["statement"] == "must: a proposed rule" and proposal["task_id"] == task_id
+    assert {r["actor"] for r in cached["tasks"][task_id]["claims"].values()} == {"user"}

@@ -23,8 +23,6 @@ README_MAX_LINES = 170  # issue 10: "about 150 lines"; the reference lives in do
 # raise it (issue 10: delete a code only if no open issue needs it). A code listed here that the
 # library raises fails the test below, so the list cannot go stale; docs/errors.md says the same.
 NOT_YET_RAISED = {
-    # a CLI or MCP start with more than 12 claims fails with it (the seed's task_started shape)
-    "TOO_MANY_INITIAL_CLAIMS": "issue 14 (CLI and MCP starts over 12 claims), issue 13 (intent_start_task)",
     # the reason Guard was not updated, in the receipt and in `status`: a task without a goal
     "PROJECTION_INCOMPLETE": "issue 14 (why Guard still enforces version N), issue 15 (the receipt line)",
     # a projection or document Guard 0.2.2 would refuse, reported instead of skipped silently

@@ -145,3 +145,65 @@ def test_a_file_at_the_runtime_directory_is_moved_aside_and_reported(env, ws):
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["runtime"]["ok"] is False and "RUNTIME_BROKEN" in checks["runtime"]["detail"]
     assert ".broken-" in checks["runtime"]["detail"]
+
+
+def test_kernel_filesystems_and_the_filesystem_root_are_not_projects(env, ws):
+    for cwd in ("/", "/proc", "/sys/kernel", "/dev/pts"):
+        if not os.path.isdir(cwd):
+            continue
+        _out, answer, _t = hook("UserPromptSubmit", prompt_payload(cwd, "intent: goal ship it", turn=f"t-{cwd}"), env)
+        assert "NOT recorded (INVALID_PROJECT_ROOT)" in answer["systemMessage"], cwd
+    projects = os.path.join(env["INTENT_LOOP_DATA_DIR"], "projects")
+    assert not os.path.isdir(projects) or os.listdir(projects) == []
+    assert not os.path.exists("/.execution-fidelity")
+
+
+def test_a_workspace_inside_the_data_root_is_not_a_project(env):
+    inside = os.path.join(env["INTENT_LOOP_DATA_DIR"], "somewhere")
+    os.makedirs(inside)
+    proc, _t = _cli(env, inside, "claim", "add", "goal", "x", "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "INVALID_PROJECT_ROOT"
+
+
+def test_ids_that_cannot_be_claim_ids_are_invalid_arguments_and_an_empty_task_is_refused(env, ws):
+    _linked(env, ws)
+    for bad in ("zzzz", "x" * 40, "12345678-xyz"):
+        proc, _t = _cli(env, ws, "claim", "drop", bad, "--json")
+        assert proc.returncode in (1, 2) and json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT", bad
+    proc, _t = _cli(env, ws, "show", "--task", "", "--json")
+    assert json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT"
+
+
+def test_a_lone_surrogate_rejects_only_its_own_line(env, ws):
+    raw = ('{"hook_event_name":"UserPromptSubmit","session_id":"sess-1","turn_id":"t-s","cwd":' + json.dumps(ws)
+           + ',"prompt":"go\\nintent: goal ship it\\nintent: must keep \\ud800 tests\\nintent: must not break api",'
+           '"transcript_path":null,"model":"m","permission_mode":"default"}').encode()
+    _out, answer, _t = hook("UserPromptSubmit", None, env, raw=raw)
+    message = answer["systemMessage"]
+    assert "recorded goal" in message and "recorded must-not" in message
+    assert "line 3 rejected (INVALID_TEXT)" in message
+
+
+def test_under_many_concurrent_prompts_every_typed_command_gets_a_receipt(env, ws):
+    """Issue 12 item 9: 4 of 420 commands were once answered by a bare continue:true. Now every
+    prompt with commands is answered with what was recorded or with 'N commands NOT recorded'."""
+    _linked(env, ws)
+    binary = os.path.join(DIST, BINARIES["UserPromptSubmit"])
+    procs = []
+    for index in range(24):
+        payload = prompt_payload(ws, f"go\nintent: must keep rule {index}\nintent: must not drop {index}",
+                                 turn=f"t-c{index}", session=f"sess-c{index % 6}")
+        proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env)
+        proc.stdin.write(json.dumps(payload).encode())
+        proc.stdin.close()
+        procs.append(proc)
+    silent = []
+    for index, proc in enumerate(procs):
+        out = proc.stdout.read()
+        assert proc.wait(timeout=30) == 0
+        answer = json.loads(out)
+        message = answer.get("systemMessage", "")
+        if "recorded must" not in message and "NOT recorded" not in message:
+            silent.append((index, answer))
+    assert silent == []

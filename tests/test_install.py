@@ -192,7 +192,8 @@ def _load_build_py():
 
 
 def test_binary_names_are_the_ones_installed_users_have():
-    assert BINARIES == ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop")
+    assert BINARIES == ("intent-loop-session-start", "intent-loop-user-prompt", "intent-loop-stop", "intent-loop",
+                        "intent-loop-mcp")
     assert all(hook.name.startswith(table.HOOK_PREFIX) for hook in table.HOOKS)
     assert not table.BY_NAME["intent-loop"].is_hook  # `is_ours` must never match the CLI itself
 
@@ -237,7 +238,9 @@ def test_install_over_the_previous_builds_installation_is_unchanged(home, name):
     result = json.loads(proc.stdout)
     assert (result["changed"], result["applied"], result["backup"]) == (False, False, None)
     assert (codex / "hooks.json").read_bytes() == before
-    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]
+    # issue 13: the same re-run adds the MCP server table an older installation lacks (docs/upgrading.md)
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["config.toml", "hooks.json"]
+    assert result["mcp"]["applied"] and "[mcp_servers.intent_loop]" in (codex / "config.toml").read_text()
     assert sorted(event for event, _m, _h in ours(json.loads(before))) == ["SessionStart", "Stop", "UserPromptSubmit"]
 
 

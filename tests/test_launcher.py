@@ -187,7 +187,7 @@ def test_the_embedded_python_compiles_and_calls_the_tables_entry(binary, fake_py
     assert slow.rstrip().endswith(f"run({_build_id(binary)!r}, {binary.module!r}, {binary.function!r}, {hook})")
     compile(fast, "<fast path>", "exec")
     compile(slow, "<launcher>", "exec")
-    assert "intent_loop" not in fast.replace("'intent_loop.cli.main'", "")  # nothing to import before the runtime
+    assert "intent_loop" not in fast.replace(repr(binary.module), "")  # nothing to import before the runtime
     assert "from intent_loop" not in slow and "import intent_loop" not in slow
 
 

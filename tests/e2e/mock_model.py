@@ -28,14 +28,29 @@ def sse_event(name, data):
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def turn_stream(number, text=ASSISTANT_TEXT):
-    """The SSE bytes of one finished turn: one assistant message, then response.completed."""
-    item = {"type": "message", "id": f"msg_mock_{number}", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
-    return (sse_event("response.output_item.done", {"type": "response.output_item.done",
-                                                    "output_index": 0, "item": item})
-            + sse_event("response.completed", {"type": "response.completed",
-                                               "response": {"id": f"resp_mock_{number}"}}))
+def turn_stream(number, text=ASSISTANT_TEXT, items=None):
+    """The SSE bytes of one finished response: `items` (default: one assistant message), then
+    response.completed."""
+    if items is None:
+        items = [{"type": "message", "id": f"msg_mock_{number}", "status": "completed", "role": "assistant",
+                  "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+    out = b"".join(sse_event("response.output_item.done", {"type": "response.output_item.done",
+                                                           "output_index": index, "item": item})
+                   for index, item in enumerate(items))
+    return out + sse_event("response.completed", {"type": "response.completed",
+                                                  "response": {"id": f"resp_mock_{number}"}})
+
+
+def function_call(call_id, name, arguments, namespace="mcp__intent_loop"):
+    """An output item calling an MCP tool as Codex 0.169.0 needs it: namespaced, arguments as a string."""
+    return {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "namespace": namespace,
+            "name": name, "arguments": json.dumps(arguments), "status": "completed"}
+
+
+def function_outputs(body):
+    """{call_id: output} of every function_call_output in a request body's input."""
+    return {item.get("call_id"): item.get("output") for item in body.get("input") or []
+            if isinstance(item, dict) and item.get("type") == "function_call_output"}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -82,10 +97,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def do_POST(self):
-        number = self._record(self._read_body())
+        body = self._read_body()
+        number = self._record(body)
         if self.path.split("?", 1)[0].rstrip("/").endswith("/responses"):
             self.server.gate.wait(timeout=120)  # a test holds the turn open (steering) by clearing it
-            self._send(200, "text/event-stream", turn_stream(number, self.server.assistant_text))
+            items = None
+            if self.server.responder is not None:  # a test scripts the output items (tool calls)
+                try:
+                    items = self.server.responder(json.loads(body), number)
+                except ValueError:
+                    items = None
+            self._send(200, "text/event-stream", turn_stream(number, self.server.assistant_text, items))
         else:
             self._send(404, "application/json", b'{"error":{"message":"mock: not found"}}')
 
@@ -107,12 +129,18 @@ class MockModelServer:
 
     def __init__(self, host="127.0.0.1", port=0, assistant_text=ASSISTANT_TEXT, netns=None):
         self.host, self._port, self.assistant_text, self.netns = host, port, assistant_text, netns
+        self.responder = None  # body, number -> output items (None: the plain assistant message)
         self.httpd = None
         self.thread = None
         self._ready = threading.Event()
         self._error = None
         self.gate = threading.Event()  # set: answer at once; clear it to hold every answer back
         self.gate.set()
+
+    def respond_with(self, responder):
+        """Script the output items: `responder(body, number)` returns a list of items or None."""
+        self.responder = responder
+        self.httpd.responder = responder
 
     @property
     def port(self):
@@ -143,6 +171,7 @@ class MockModelServer:
             httpd.lock = threading.Lock()
             httpd.assistant_text = self.assistant_text
             httpd.gate = self.gate
+            httpd.responder = None
             self.httpd = httpd
         except BaseException as exc:  # reported by start()
             self._error = exc

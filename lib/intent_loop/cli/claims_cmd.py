@@ -75,7 +75,7 @@ def register(subparsers):
         m.set_defaults(func=cmd_mode, mode=mode)
 
 
-def _run(console, *, operation, params, step):
+def _run(console, *, operation, params, step, publish=True):
     """One locked mutation: `step(plan, state) -> info dict`; returns (info, events, publication)."""
     paths = current_project(console)
     request_id = f"cli:{new_uuid4()}"
@@ -84,13 +84,13 @@ def _run(console, *, operation, params, step):
         the_plan = tasks.Plan(state, now=format_utc(time.time()))
         info = step(the_plan, request_id)
         publication = None
-        if the_plan.drafts:  # the contract version goes into the same ledger write as the change
+        if publish and the_plan.drafts:  # the contract version goes into the same ledger write as the change
             publication = add_publication(the_plan, workspace=paths.root, env=console.env)
         return Planned(the_plan.drafts, detail=(info, publication))
 
     def after_commit(tx, mutation):
         _info, publication = mutation.detail
-        return apply_quietly(publication) if mutation.events else None
+        return apply_quietly(publication) if mutation.events and publication is not None else None
 
     mutation = mutate(paths, REDUCER, request_id=request_id, operation=operation, params=params,
                       plan=plan, deadline=deadline(), after_commit=after_commit)
@@ -122,6 +122,11 @@ def _task_for(plan, option):
 
 def cmd_claim_add(args, console):
     facet, scope, statement = build_claim(args.verb, " ".join(args.text))  # validate before locking
+    from intent_loop.cli.main import is_agent_shell
+
+    if is_agent_shell(console.env):
+        return _propose(args, console, {"statement": statement, "facets": [facet], "scope": scope,
+                                        "verb": args.verb.lower()})
     project_id = current_project(console).project_id
 
     def step(plan, request_id):
@@ -143,6 +148,30 @@ def cmd_claim_add(args, console):
     started = f" (started task {info['task_id'][:8]})" if info["started_task"] else f" in task {info['task_id'][:8]}"
     return _receipt(console, args, info, events, publication,
                     f"recorded {args.verb.lower()} [{info['claim_id'][:8]}]{started}")
+
+
+def _propose(args, console, fields):
+    """`claim add` run by the agent's shell: the agent's proposal, confirmed only by the user's typing."""
+    from intent_loop.storage.ledger import Draft
+    from intent_loop.storage.paths import session_hash
+
+    thread = console.env.get("CODEX_THREAD_ID")
+    session = session_hash(thread) if thread else None
+
+    def step(plan, request_id):
+        linked = plan.state["sessions"].get(session) if session and not args.task else None
+        task_id = linked or _task_for(plan, args.task)  # the agent's own session's task first
+        proposal_id = new_uuid4()
+        plan.add(Draft("proposal_added", task_id, "agent", dict(
+            fields, candidate_id=proposal_id, source_ref={"kind": "agent_turn", "event_id": request_id})))
+        return {"task_id": task_id, "proposal_id": proposal_id, "proposed": True}
+
+    info, events, _publication = _run(console, operation="cli.claim.propose", params=dict(fields, task=args.task),
+                                      step=step, publish=False)
+    short = info["proposal_id"][:8]
+    return _receipt(console, args, info, events, None,
+                    f"recorded as the agent's proposal [{short}], not as the user's words (this shell is the "
+                    f"agent's); the user confirms it by typing `intent: confirm {short}`")
 
 
 def cmd_claim_replace(args, console):

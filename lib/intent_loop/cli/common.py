@@ -73,7 +73,7 @@ def load_state(paths):
 
 def pick_task(state, task_option):
     """--task ID (a unique prefix) or the most recently changed task."""
-    if task_option:
+    if task_option is not None:  # `--task ""` is a mistake, never "the default task"
         return resolve_task(state, task_option)
     newest = state["last_change"]["task_id"]
     if newest is None:

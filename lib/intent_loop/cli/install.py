@@ -7,6 +7,7 @@ a file that is not valid JSON or not of the shape Codex reads is refused, never 
 import os
 import sys
 
+from intent_loop.cli import mcp_config
 from intent_loop.cli.common import add_json_flag
 from intent_loop.cli.hooks_config import (
     HOOKS_FILE,
@@ -68,27 +69,43 @@ def cmd_install(args, console):
                               f"no built hook binaries in {dist} (missing {', '.join(missing)}); "
                               "run `python3 build.py` or pass --dist DIR")
     python = os.path.realpath(sys.executable)
+    mcp = mcp_config.plan(codex_home, install=True, binary=os.path.join(dist, mcp_config.MCP_BINARY), python=python)
     config, raw = load_config(path)
     groups = desired_groups(dist, python)
     wanted = merged(config, groups)
     already = config is not None and our_entries(config) == our_entries(wanted)
     runtimes = old_runtimes(console, codex_home=codex_home, dist=dist, replacing=path)
     return _finish(args, console, "install", path, raw, None if already else wanted,
-                   extra={"dist": dist, "python": python}, runtimes=runtimes)
+                   extra={"dist": dist, "python": python}, runtimes=runtimes, mcp=mcp)
 
 
 def cmd_uninstall(args, console):
     codex_home = codex_home_for(args.codex_home, console.env)
     path = os.path.join(codex_home, HOOKS_FILE)
     config, raw = load_config(path)
+    mcp = mcp_config.plan(codex_home, install=False)
     if config is None or not our_entries(config):
         target = None
     else:
         target = without_ours(config)
-    return _finish(args, console, "uninstall", path, raw, target, extra={})
+    return _finish(args, console, "uninstall", path, raw, target, extra={}, mcp=mcp)
 
 
-def _finish(args, console, verb, path, raw, target, *, extra, runtimes=()):
+def _mcp_step(args, verb, mcp):
+    """The config.toml half: its diff, and with --apply a backup and the write (through a symlink)."""
+    out = {"path": mcp.path, "changed": mcp.new_bytes is not None, "applied": False, "backup": None, "diff": "",
+           "warning": mcp.warning}
+    if mcp.new_bytes is not None:
+        new_bytes = mcp.new_bytes.encode("utf-8")
+        old_bytes = mcp.raw.encode("utf-8") if mcp.raw is not None else None
+        out["diff"] = unified_diff(mcp.path, old_bytes, new_bytes)
+        if args.apply:
+            out["backup"] = write_config(mcp.target, old_bytes, new_bytes)
+            out["applied"] = True
+    return out
+
+
+def _finish(args, console, verb, path, raw, target, *, extra, runtimes=(), mcp=None):
     result = dict(extra, ok=True, action=verb, path=path, applied=False, changed=target is not None,
                   backup=None, diff="")
     if target is None:
@@ -108,6 +125,8 @@ def _finish(args, console, verb, path, raw, target, *, extra, runtimes=()):
     if verb == "install":
         result["reminder"] = TRUST_REMINDER
         result["old_runtimes"], runtimes_line = sweep(runtimes, apply=args.apply)
+    if mcp is not None:
+        result["mcp"] = _mcp_step(args, verb, mcp)
     if args.json:
         console.json(result)
         return 0
@@ -116,11 +135,26 @@ def _finish(args, console, verb, path, raw, target, *, extra, runtimes=()):
     console.out(result["message"])
     if result["backup"]:
         console.out(f"backup: {result['backup']}")
+    if mcp is not None:
+        _print_mcp(console, result["mcp"], verb=verb, apply=args.apply)
     if verb == "install":
         if runtimes_line:
             console.out(runtimes_line)
         console.out(TRUST_REMINDER)
     return 0
+
+
+def _print_mcp(console, step, *, verb, apply):
+    if step["warning"]:
+        console.out(f"warning: {step['warning']['code']}: {step['warning']['message']}")
+    if not step["changed"]:
+        if not step["warning"]:
+            console.out(f"MCP server: {step['path']} needs no change")
+        return
+    console.out(step["diff"].rstrip("\n"))
+    done = f"{verb}ed the intent-loop MCP server in {step['path']}" if apply else \
+        f"dry run: `intent-loop {verb} --apply` would write {step['path']}"
+    console.out(done + (f" (backup: {step['backup']})" if step["backup"] else ""))
 
 
 # -- old extracted runtimes ----------------------------------------------------------------

@@ -7,9 +7,16 @@ from intent_loop.cli.common import Console, report_error
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 # Each module defines register(subparsers); order is the order of `intent-loop --help`.
-COMMAND_MODULES = ("inspect", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "replay", "demo")
+COMMAND_MODULES = ("inspect", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "replay", "demo",
+                   "mcp_cmd")
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEBUG_VARIABLE = "INTENT_LOOP_DEBUG"
+# Commands that speak as the user (they change what the user asked for, which tasks exist, what is
+# installed): refused in a shell the agent runs (see is_agent_shell); `claim add` there records a
+# proposal instead. The apply-gated ones only with --apply (their dry runs stay open).
+USER_ONLY = frozenset(("cmd_claim_replace", "cmd_claim_drop", "cmd_candidate_confirm", "cmd_candidate_dismiss",
+                       "cmd_mode", "cmd_import", "cmd_delete_task", "cmd_delete_claim"))
+USER_ONLY_WHEN_APPLIED = frozenset(("cmd_recover", "cmd_install", "cmd_uninstall"))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +65,7 @@ def main(argv=None, *, console=None):
         console.out(parser.format_help())
         return EXIT_USAGE
     try:
+        _refuse_in_agent_shell(args, console)
         return args.func(args, console)
     except IntentLoopError as exc:
         return report_error(console, exc, as_json=getattr(args, "json", False))
@@ -79,6 +87,22 @@ def _run_maintenance():
             job(time.monotonic() + MAINTENANCE_SECONDS)
         except Exception:  # noqa: S110 - a cache left stale is rebuilt by the next call that needs it
             pass
+
+
+def is_agent_shell(env):
+    """Codex 0.169.0 sets CODEX_TOOL_CALL_ID (and CODEX_THREAD_ID) in every command its agent runs,
+    in every sandbox mode (checked with the real CLI). It marks an honest agent's commands; a
+    command the model writes can unset it, so this is a guard against mistakes, not a boundary."""
+    return bool(env.get("CODEX_TOOL_CALL_ID") or env.get("CODEX_THREAD_ID"))
+
+
+def _refuse_in_agent_shell(args, console):
+    name = getattr(args.func, "__name__", "")
+    applied = name in USER_ONLY_WHEN_APPLIED and getattr(args, "apply", False)
+    if (name in USER_ONLY or applied) and is_agent_shell(console.env):
+        raise IntentLoopError(ErrorCode.AGENT_SHELL, (
+            "this command speaks as the user, and it runs in a shell Codex's agent started (CODEX_TOOL_CALL_ID "
+            "is set); the agent records through the MCP tools, and the user runs this in their own terminal"))
 
 
 def _report_internal_error(console, exc, *, as_json):

@@ -107,8 +107,9 @@ def select_task(state):
     if task_id is None or task_id not in state["tasks"]:
         return None, "no task has been started in this project"
     task = state["tasks"][task_id]
-    if task["mode"] != "on":
-        return None, f"the most recently changed task {task_id[:8]} is {task['mode']}"
+    mode = task.get("guard_mode", task["mode"])  # the mode the user set: the agent's never counts
+    if mode != "on":
+        return None, f"the most recently changed task {task_id[:8]} is {mode}"
     return task_id, None
 
 

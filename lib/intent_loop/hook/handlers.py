@@ -80,7 +80,29 @@ class HookContext:
     def remember_view(self, text, state):
         """Record (in the deletable cache) which view this session was shown, and as of which
         claim-changing event, so a later prompt with nothing new need not even render it."""
-        self._write_seen({"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]})
+        record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
+        announced = self._seen().get("proposals_seq")
+        if announced is not None:
+            record["proposals_seq"] = announced
+        self._write_seen(record)
+
+    def new_proposals(self, state):
+        """The agent's proposals for this session's task the user has not been told about yet; they
+        count as told from now on (the seen record: deleting the cache names them once more)."""
+        task = state["tasks"].get(state["sessions"].get(self.session))
+        newest = task.get("proposal_seq", 0) if task is not None else 0
+        if not newest:
+            return []
+        told = self._seen().get("proposals_seq")
+        told = told if type(told) is int else 0
+        if newest <= told:
+            return []
+        record = self._seen()
+        record["proposals_seq"] = newest
+        self._write_seen(record)
+        return sorted((c for c in state["candidates"].values() if c.get("kind") == "proposal"
+                       and c["task_id"] == task["task_id"] and c["state"] == "open" and c["seq"] > told),
+                      key=lambda c: (c["seq"], c["candidate_id"]))
 
     def note_unseen(self, items):
         """A prompt answered locally changed the task: the model has not seen the view since, so
@@ -125,7 +147,8 @@ def _source(kind, opaque_id, text):
 
     if is_opaque_id(opaque_id) and not has_secret(opaque_id):
         return {"kind": kind, "event_id": opaque_id}
-    return {"kind": kind, "sha256": sha256_hex(redact(text or "").encode("utf-8"))}
+    # surrogatepass: a prompt may hold a lone surrogate (its line is rejected); the hash must not fail
+    return {"kind": kind, "sha256": sha256_hex(redact(text or "").encode("utf-8", "surrogatepass"))}
 
 
 def _is_recording(ctx, task):
@@ -173,7 +196,7 @@ def _prompt_request_id(ctx, payload, prompt):
     from intent_loop.redact import redact
 
     turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
-    prompt_hash = sha256_hex(redact(prompt).encode("utf-8"))
+    prompt_hash = sha256_hex(redact(prompt).encode("utf-8", "surrogatepass"))
     return "prompt:" + sha256_hex("\0".join(("UserPromptSubmit", ctx.session, turn, prompt_hash)).encode("utf-8"))
 
 
@@ -202,7 +225,10 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
                params={"source": source, "actor": actor}, plan=plan, deadline=deadline, resume=ctx.verified)
 
     answer = {"after_answer": (ctx.paths, record)}
-    if actor == "agent" or (ctx.has_seen_changes_up_to(ctx.state) and not ctx.unseen_changes()):
+    if actor == "agent":
+        return answer
+    _announce_proposals(ctx, ctx.state, answer)
+    if ctx.has_seen_changes_up_to(ctx.state) and not ctx.unseen_changes():
         return answer
     from intent_loop.intent.session_view import session_context  # only when something changed
 
@@ -211,6 +237,19 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
         answer["context"] = _with_change_note(ctx, text)
         ctx.remember_view(text, ctx.state)
     return answer
+
+
+def _announce_proposals(ctx, state, answer, items=None):
+    """Name the agent's new proposals once, in the user's receipt line, with how to confirm them."""
+    proposals = ctx.new_proposals(state)
+    if not proposals:
+        return
+    from intent_loop.hook.prompt_answer import proposal_items, receipt_line
+
+    if items is not None:  # a receipt being built: the proposals join its items
+        items.extend(proposal_items(proposals))
+        return
+    answer["system_message"] = receipt_line(proposal_items(proposals))
 
 
 def _unseen_notice(ctx):
@@ -302,7 +341,9 @@ def _local_answer(ctx, state, receipt):
     shown = prompt_answer.show_text(state, ctx.paths, ctx.session) if receipt.show_view else None
     if receipt.events and not receipt.replayed and receipt.lines:
         ctx.note_unseen(prompt_answer.change_items(receipt))
-    return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT)}
+    extra = []
+    _announce_proposals(ctx, state, None, extra)
+    return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT, extra=extra)}
 
 
 def _receipt_answer(ctx, state, receipt, *, steering=False):
@@ -326,6 +367,7 @@ def _receipt_answer(ctx, state, receipt, *, steering=False):
         ctx.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
     items = prompt_answer.receipt_items(receipt)
+    _announce_proposals(ctx, state, answer, items)
     if steering:  # only management lines, typed while a turn ran: a block would have ended that turn
         items.append("typed while a turn ran, so it went on to the model; between turns it is answered here")
     elif receipt.show_view or receipt.help:

@@ -136,6 +136,18 @@ def _last_row(items):
     return [*row, f"+{len(items) - len(row)} more: intent: show"]
 
 
+SHOWN_PROPOSALS = 2  # named one by one; the rest are a count (issue 13: at most two lines)
+
+
+def proposal_items(proposals):
+    """The agent's new proposals for the user's receipt line: never the user's words until confirmed."""
+    items = [f"agent proposes [{c['candidate_id'][:8]}] \"{_clipped(c['statement'], 60)}\": "
+             f"`intent: confirm {c['candidate_id'][:8]}` makes it yours" for c in proposals[:SHOWN_PROPOSALS]]
+    if len(proposals) > SHOWN_PROPOSALS:
+        items.append(f"+{len(proposals) - SHOWN_PROPOSALS} more agent proposals: `intent-loop candidate list`")
+    return items
+
+
 def _clipped(text, width):
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -185,10 +197,10 @@ def show_text(state, paths, session_hash):
     return compact_view(state, task_id)
 
 
-def local_answer(receipt, *, shown, help_text):
+def local_answer(receipt, *, shown, help_text, extra=()):
     """The `reason` of the block: the receipt, then the view and the verbs when asked for."""
     parts = [LOCAL_HEADER]
-    items = receipt_items(receipt)
+    items = receipt_items(receipt) + list(extra)
     if items:
         parts.append("\n".join("- " + item for item in items))
     if receipt.show_view:

@@ -21,7 +21,7 @@ _CLAIM_TABLE = (
     ("always", "soft_constraint", "long_term", None),
 )
 CLAIM_VERBS = tuple(row[0] for row in _CLAIM_TABLE)
-MANAGE_VERBS = ("show", "help", "new", "resume", "drop", "replace", "private", "off", "on")
+MANAGE_VERBS = ("show", "help", "new", "resume", "drop", "replace", "confirm", "dismiss", "private", "off", "on")
 CLAIM_SPECS = {verb: (facet, scope, prefix) for verb, facet, scope, prefix in _CLAIM_TABLE}
 PREFIX_VERBS = {prefix: verb for verb, _facet, _scope, prefix in _CLAIM_TABLE if prefix}
 RULE_VERBS = ("allow", "ask", "forbid", "must-not")  # Guard checks the rule grammar on these lists
@@ -56,8 +56,10 @@ Rules: action:<read|write|delete|network|publish|...>, tool:<name>, command-pref
   help                 this list
   new [label]          start a fresh task
   resume               continue the project's latest task
-  drop <id>            invalidate a claim
+  drop <id>            invalidate a claim/proposal
   replace <id> <text>  supersede a claim, same verb
+  confirm <id>...      make agent proposals yours
+  dismiss <id>...      refuse agent proposals
   private              record nothing for this session
   off / on             stop / restart recording this task
 One line per claim, at most 500 characters including its field prefix; secrets are redacted."""

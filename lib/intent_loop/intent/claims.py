@@ -33,6 +33,14 @@ def has_line_break(text):
     return any(mark in text for mark in LINE_BREAKS)
 
 
+def _has_lone_surrogate(text):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def check_statement(statement):
     """THE statement rule, for every way a claim enters (typed `intent:` lines, `claim add`,
     import): a string that is not blank in Guard's sense, on one line by every line boundary
@@ -45,6 +53,9 @@ def check_statement(statement):
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, (
             "a claim is one line (no line or paragraph separators); "
             "put each statement on its own `intent:` line or `claim add`"))
+    if _has_lone_surrogate(statement):
+        raise IntentLoopError(ErrorCode.INVALID_TEXT,
+                              "this line holds text that is not valid Unicode (a lone surrogate); retype it")
     if len(statement) > MAX_STATEMENT:
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, (
             f"a claim statement is at most {MAX_STATEMENT} characters after redaction, including its field "

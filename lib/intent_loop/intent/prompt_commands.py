@@ -118,6 +118,8 @@ def _manage_command(line, verb, rest):
             return Command(line, verb, "manage", arg=_label(rest))
         if verb == "drop":
             return Command(line, verb, "manage", arg=_drop_target(rest))
+        if verb in ("confirm", "dismiss"):
+            return Command(line, verb, "manage", arg=_candidate_targets(verb, rest))
         if verb == "replace":
             target, text = _replace_parts(rest)
             return Command(line, verb, "manage", arg=target, text=text)
@@ -148,6 +150,17 @@ def _drop_target(rest):
     if len(parts) > 1:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "`intent: drop` takes one claim id and nothing else")
     return _id_prefix(parts[0], "drop")
+
+
+def _candidate_targets(verb, rest):
+    """One or more proposal/candidate id prefixes, space-separated (`intent: confirm 1a2b3c4d 5e6f7a8b`)."""
+    tokens = rest.split()
+    if not tokens:
+        reason = f"`intent: {verb}` needs a proposal id, e.g. `intent: {verb} 1a2b3c4d` (the receipt names it)"
+        raise IntentLoopError(ErrorCode.EMPTY_TEXT, reason)
+    if len(tokens) > 12:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"`intent: {verb}` takes at most 12 ids on one line")
+    return " ".join(dict.fromkeys(_id_prefix(token, verb) for token in tokens))
 
 
 def _replace_parts(rest):

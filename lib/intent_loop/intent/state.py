@@ -7,6 +7,10 @@ MAX_CLAIM_EVENT_REFS = 20
 CLAIM_CHANGING = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
                             "candidate_confirmed", "graph_imported", "mode_set"))
 PROMOTION_TASKS = 3
+# The agent's own events (the MCP server's: starts, proposals, evidence, inferences, unknowns,
+# disputes, imports, mode changes) never pick the default task, so they never move which task
+# Guard publishes nor withdraw its file: only what the user typed does (issue 13's safety rule).
+AGENT_ACTOR = "agent"
 
 
 def signal_key(statement, facets):
@@ -53,7 +57,7 @@ class ProjectReducer:
             if hasattr(tasks, "mark"):  # a cache-backed map: this task's shard changed
                 tasks.mark(task["task_id"])
             task["last_seq"] = state["seq"]
-            if event["event_type"] in CLAIM_CHANGING:
+            if event["event_type"] in CLAIM_CHANGING and event["actor"] != AGENT_ACTOR:
                 task["changed_seq"] = state["seq"]
                 task["changed_at"] = event["occurred_at"]
                 state["last_change"] = {"task_id": task["task_id"], "seq": state["seq"]}
@@ -101,7 +105,12 @@ class ProjectReducer:
             state["sessions"][session] = event["task_id"]
 
     def _on_mode_set(self, state, event, payload, at):
-        state["tasks"][event["task_id"]]["mode"] = payload["mode"]
+        task = state["tasks"][event["task_id"]]
+        if event["actor"] == AGENT_ACTOR:  # Guard keeps the mode the user set (guard_mode)
+            task.setdefault("guard_mode", task["mode"])
+        else:
+            task.pop("guard_mode", None)
+        task["mode"] = payload["mode"]
         if payload["mode"] == "on":
             state["modes"].pop(event["task_id"], None)
         else:
@@ -111,15 +120,15 @@ class ProjectReducer:
     def _add_claim(self, state, task, claim, event, at, *, provenance, where=("claim",)):
         task["claims"][claim["claim_id"]] = {
             "claim": claim, "state": "active", "seq": state["seq"], "event_id": event["event_id"],
-            "provenance": provenance, "ended_by": None, "at": _ref(at, event, *where),
+            "provenance": provenance, "ended_by": None, "actor": event["actor"], "at": _ref(at, event, *where),
         }
         if claim["scope"] == "long_term":  # durable rules carry across tasks: found without a scan
             state["durable"][claim["claim_id"]] = task["task_id"]
         refs = task["claim_events"]
-        if not refs or refs[-1] != event["event_id"]:
+        if event["actor"] != AGENT_ACTOR and (not refs or refs[-1] != event["event_id"]):
             refs.append(event["event_id"])
             del refs[:-MAX_CLAIM_EVENT_REFS]
-        if claim["scope"] == "task" and provenance == "direct":
+        if claim["scope"] == "task" and provenance == "direct" and is_direct_user_explicit(claim):
             key = signal_key(claim["statement"], claim["facets"])
             seen = state["signals"].setdefault(signal_digest(key), [])
             if task["task_id"] not in seen and len(seen) < PROMOTION_TASKS:
@@ -144,9 +153,10 @@ class ProjectReducer:
     def _on_claim_invalidated(self, state, event, payload, at):
         task = state["tasks"][event["task_id"]]
         self._end_claim(state, task, payload["claim_id"], "invalidated", event)
-        refs = task["claim_events"]
-        refs.append(event["event_id"])
-        del refs[:-MAX_CLAIM_EVENT_REFS]
+        if event["actor"] != AGENT_ACTOR:
+            refs = task["claim_events"]
+            refs.append(event["event_id"])
+            del refs[:-MAX_CLAIM_EVENT_REFS]
 
     def _on_graph_imported(self, state, event, payload, at):
         task = state["tasks"][event["task_id"]]
@@ -162,6 +172,17 @@ class ProjectReducer:
             "facets": payload["facets"], "signal_key": payload["signal_key"], "state": "open",
             "task_count": payload["task_count"], "seq": state["seq"], "at": _ref(at, event),
         }
+
+    def _on_proposal_added(self, state, event, payload, at):
+        """A claim the agent proposed as the user's words: a candidate of the task, in the same id
+        space as the long-term candidates, until the user types `intent: confirm <id>`."""
+        state["candidates"][payload["candidate_id"]] = {
+            "candidate_id": payload["candidate_id"], "statement": payload["statement"],
+            "facets": payload["facets"], "signal_key": "proposal:" + payload["candidate_id"], "state": "open",
+            "task_count": 0, "seq": state["seq"], "kind": "proposal", "task_id": event["task_id"],
+            "scope": payload["scope"], "at": _ref(at, event),
+        }
+        state["tasks"][event["task_id"]]["proposal_seq"] = state["seq"]
 
     def _on_candidate_confirmed(self, state, event, payload, at):
         state["candidates"][payload["candidate_id"]]["state"] = "confirmed"

@@ -32,6 +32,9 @@ CLAIM_SOURCES = {
     "graph_imported": ("claims", "import"),
 }
 MAPS = ("tasks", "sessions", "signals", "candidates")
+# Lifecycle a task has only sometimes: the mode the user set while the agent changed it, and the
+# seq of the agent's last proposal (issue 13), each with the check its cached value must pass.
+OPTIONAL_TASK_KEYS = {"guard_mode": lambda v: v in MODES, "proposal_seq": lambda v: type(v) is int and v >= 0}
 
 
 def _task_shard(ik):
@@ -70,10 +73,14 @@ def _encode_task(task):
         if record.get("at") is None:
             raise _not_cacheable()
         claims[claim_id] = [record["state"], record["seq"], record["ended_by"], record["at"]]
-    return {"mode": task["mode"], "created_at": task["created_at"], "changed_at": task["changed_at"],
-            "changed_seq": task["changed_seq"], "last_seq": task["last_seq"], "claim_events": task["claim_events"],
-            "observations": task["observations"], "publications": task["publications"], "label": label,
-            "published": published, "claims": claims}
+    out = {"mode": task["mode"], "created_at": task["created_at"], "changed_at": task["changed_at"],
+           "changed_seq": task["changed_seq"], "last_seq": task["last_seq"], "claim_events": task["claim_events"],
+           "observations": task["observations"], "publications": task["publications"], "label": label,
+           "published": published, "claims": claims}
+    for key in OPTIONAL_TASK_KEYS:
+        if key in task:
+            out[key] = task[key]
+    return out
 
 
 def _encode_candidates(candidates):
@@ -232,6 +239,10 @@ class _Source:
                 "changed_at": enc["changed_at"], "changed_seq": enc["changed_seq"], "last_seq": enc["last_seq"],
                 "claims": {}, "published": None, "claim_events": enc["claim_events"],
                 "observations": enc["observations"], "publications": enc["publications"], "refs": {}}
+        for key, check in OPTIONAL_TASK_KEYS.items():
+            if key in enc:
+                _check(check(enc[key]))
+                task[key] = enc[key]
         if enc["label"] is not None:
             event = self._event(events, enc["label"], task_id, "task_started")
             _check(isinstance(event["payload"].get("label"), str))
@@ -253,7 +264,8 @@ class _Source:
             claim = event["payload"][field] if field == "claim" else event["payload"][field][where[1]]
             _check(isinstance(claim, dict) and claim.get("claim_id") == claim_id)
             task["claims"][claim_id] = {"claim": claim, "state": state, "seq": seq, "event_id": ref[2],
-                                        "provenance": provenance, "ended_by": ended_by, "at": ref}
+                                        "provenance": provenance, "ended_by": ended_by, "actor": event["actor"],
+                                        "at": ref}
         return task
 
     def _event(self, events, ref, task_id, event_type):
@@ -279,7 +291,7 @@ class _Source:
                 raise Untrusted("durable") from None
             return None
         return {"claim": claim, "state": "active", "seq": seq, "event_id": ref[2], "provenance": provenance,
-                "ended_by": None, "at": ref}
+                "ended_by": None, "actor": event["actor"], "at": ref}
 
     def _candidates(self, encoded):
         _check(isinstance(encoded, dict))
@@ -291,8 +303,14 @@ class _Source:
             _check(state in ("open", "confirmed", "dismissed") and _is_count(seq))
             event = events[ref[0]]
             p = event["payload"]
-            _check(event["event_id"] == ref[2] and event["event_type"] == "candidate_added"
+            _check(event["event_id"] == ref[2] and event["event_type"] in ("candidate_added", "proposal_added")
                    and p.get("candidate_id") == candidate_id)
+            if event["event_type"] == "proposal_added":  # the agent's proposal: a candidate of its task
+                out[candidate_id] = {"candidate_id": candidate_id, "statement": p["statement"],
+                                     "facets": p["facets"], "signal_key": "proposal:" + candidate_id,
+                                     "state": state, "task_count": 0, "seq": seq, "kind": "proposal",
+                                     "task_id": event["task_id"], "scope": p["scope"], "at": ref}
+                continue
             out[candidate_id] = {"candidate_id": candidate_id, "statement": p["statement"], "facets": p["facets"],
                                  "signal_key": p["signal_key"], "state": state, "task_count": p["task_count"],
                                  "seq": seq, "at": ref}

@@ -35,7 +35,7 @@ class Plan:
     def add(self, draft):
         self.drafts.append(draft)
         fake = {"event_type": draft.event_type, "task_id": draft.task_id, "payload": draft.payload,
-                "event_id": draft.event_id, "occurred_at": self.now}
+                "actor": draft.actor, "event_id": draft.event_id, "occurred_at": self.now}
         REDUCER.apply(self.state, fake)
 
     def task(self, task_id):
@@ -158,11 +158,17 @@ def set_mode(plan, *, task_id, mode):
     return True
 
 
+_ID_CHARS = frozenset("0123456789abcdef-")
+
+
 def resolve_prefix(ids, prefix, *, what, not_found, where, min_length=1):
     """The one id in `ids` that starts with `prefix` (case-insensitive), or a specific error."""
     prefix = prefix.lower()
     if len(prefix) < min_length:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"give at least {min_length} characters of the {what} id")
+    if len(prefix) > 36 or not _ID_CHARS.issuperset(prefix):
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
+                              f"a {what} id is {min_length}-36 hex digits (dashes allowed), as {where} shows it")
     matches = [i for i in ids if i.startswith(prefix)]
     if not matches:
         raise IntentLoopError(not_found, f"no {what} starts with {prefix}; {where} lists them")
@@ -208,24 +214,36 @@ def resolve_candidate(state, prefix):
     return state["candidates"][candidate_id]
 
 
+def is_proposal(candidate):
+    """A claim the agent proposed (MCP) rather than a statement repeated across three tasks."""
+    return candidate.get("kind") == "proposal"
+
+
 def confirm_candidate(plan, *, task_id, candidate_id, source_ref):
-    """Only an explicit user confirmation turns a candidate into a long-term explicit claim."""
+    """Only an explicit user confirmation turns a candidate into an explicit claim: a long-term one
+    in `task_id`, or for an agent's proposal a claim of the task it was proposed in, with its scope."""
     candidate = plan.state["candidates"].get(candidate_id)
     if candidate is None or candidate["state"] != "open":
         raise IntentLoopError(ErrorCode.CANDIDATE_NOT_FOUND, "no open candidate with that id")
+    scope = "long_term"
+    if is_proposal(candidate):
+        task_id, scope = candidate["task_id"], candidate["scope"]
     _writable_task(plan, task_id)
     claim = user_claim(plan, statement=candidate["statement"], facets=candidate["facets"],
-                       scope="long_term", source_ref=source_ref)
-    claim["last_confirmed"] = plan.now
+                       scope=scope, source_ref=source_ref)
+    if not is_proposal(candidate):
+        claim["last_confirmed"] = plan.now
     plan.add(Draft("candidate_confirmed", task_id, "user", {"candidate_id": candidate_id, "claim": claim}))
     return claim
 
 
-def dismiss_candidate(plan, *, task_id, candidate_id):
+def dismiss_candidate(plan, *, task_id, candidate_id, actor="user"):
     candidate = plan.state["candidates"].get(candidate_id)
     if candidate is None or candidate["state"] != "open":
         raise IntentLoopError(ErrorCode.CANDIDATE_NOT_FOUND, "no open candidate with that id")
-    plan.add(Draft("candidate_dismissed", task_id, "user", {"candidate_id": candidate_id}))
+    if is_proposal(candidate):
+        task_id = candidate["task_id"]
+    plan.add(Draft("candidate_dismissed", task_id, actor, {"candidate_id": candidate_id}))
 
 
 def observe(plan, *, task_id, event_type, session_hash, source, char_count, actor):

@@ -35,6 +35,9 @@ BINARIES = (
     Binary("intent-loop-user-prompt", module="hooks.user_prompt", function="main", event="UserPromptSubmit"),
     Binary("intent-loop-stop", module="hooks.stop", function="main", event="Stop"),
     Binary("intent-loop", module="intent_loop.cli.main", function="run"),
+    # The MCP server Codex starts per session (docs/mcp.md); not a hook, so install never writes it
+    # into hooks.json (its name starts with HOOK_PREFIX but `install` only looks at hook handlers).
+    Binary("intent-loop-mcp", module="intent_loop.mcp.server", function="run"),
 )
 HOOKS = tuple(binary for binary in BINARIES if binary.is_hook)
 BY_NAME = {binary.name: binary for binary in BINARIES}

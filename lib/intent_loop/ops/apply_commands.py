@@ -119,10 +119,62 @@ class _Runner:
         return self.plan.task(self.task_id)
 
     def _drop(self, command):
-        task = self._linked_task()
-        claim_id = tasks.resolve_claim(task, command.arg)
-        tasks.invalidate_claim(self.plan, task_id=task["task_id"], claim_id=claim_id)
+        """A claim of this task, or an agent's open proposal: the user may drop either by its id."""
+        claim_id, missing = None, None
+        if self.task_id is not None:
+            try:
+                claim_id = tasks.resolve_claim(self.plan.task(self.task_id), command.arg)
+            except IntentLoopError as exc:
+                if exc.code != ErrorCode.CLAIM_NOT_FOUND:
+                    raise
+                missing = exc
+        proposal = self._open_proposal(command.arg)
+        if proposal is not None and claim_id is not None:
+            raise IntentLoopError(ErrorCode.AMBIGUOUS_ID, f"{command.arg} matches a claim and a proposal; "
+                                                          "give more characters")
+        if proposal is not None:
+            return self._dismiss_one(command, proposal)
+        if claim_id is None:
+            raise missing or IntentLoopError(ErrorCode.NO_TASK, "this session has no task yet; "
+                                                                "`intent: goal ...` starts one")
+        tasks.invalidate_claim(self.plan, task_id=self.task_id, claim_id=claim_id)
         self.receipt.lines.append(f"line {command.line}: dropped [{claim_id[:8]}]")
+
+    def _open_proposal(self, prefix):
+        proposals = {cid: c for cid, c in self.plan.state["candidates"].items()
+                     if c["state"] == "open" and tasks.is_proposal(c)}
+        if not any(cid.startswith(prefix) for cid in proposals):
+            return None
+        return tasks.resolve_candidate({"candidates": proposals}, prefix)
+
+    def _candidates(self, command):
+        """Every id of the line resolved first, so a bad one rejects the line before anything is planned."""
+        if self._is_private():
+            raise IntentLoopError(ErrorCode.TASK_PRIVATE, "this session is private; nothing is recorded until "
+                                                          "`intent: on`")
+        found = [tasks.resolve_candidate(self.plan.state, prefix) for prefix in command.arg.split()]
+        for candidate in found:
+            if not tasks.is_proposal(candidate) and self.task_id is None:
+                raise IntentLoopError(ErrorCode.NO_TASK, "a long-term candidate is confirmed into this session's "
+                                                         "task, and it has none yet; `intent: goal ...` starts one")
+        return found
+
+    def _confirm(self, command):
+        done = []
+        for candidate in self._candidates(command):
+            claim = tasks.confirm_candidate(self.plan, task_id=self.task_id, candidate_id=candidate["candidate_id"],
+                                            source_ref=self.source_ref)
+            done.append(f"[{candidate['candidate_id'][:8]}] as your claim [{short_id(claim['claim_id'])}]")
+        self.receipt.lines.append(f"line {command.line}: confirmed " + ", ".join(done))
+
+    def _dismiss(self, command):
+        for candidate in self._candidates(command):
+            self._dismiss_one(command, candidate)
+
+    def _dismiss_one(self, command, candidate):
+        tasks.dismiss_candidate(self.plan, task_id=self.task_id, candidate_id=candidate["candidate_id"])
+        what = "proposal" if tasks.is_proposal(candidate) else "candidate"
+        self.receipt.lines.append(f"line {command.line}: dismissed {what} [{candidate['candidate_id'][:8]}]")
 
     def _replace(self, command):
         task = self._linked_task()

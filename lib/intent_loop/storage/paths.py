@@ -39,7 +39,56 @@ def canonical_project_root(path):
     real = fast_os.path.realpath(path)
     if not fast_os.path.isdir(real):
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, f"not an existing directory: {path!r}")
+    if real == fast_os.sep:
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT,
+                              "the filesystem root is not a project; start Codex in your project's directory")
     return platform.canonical_case(real)
+
+
+# Kernel filesystems no project lives on (Linux names, as /proc/self/mountinfo gives them).
+PSEUDO_FILESYSTEMS = frozenset(("proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs",
+                                "debugfs", "tracefs", "pstore", "bpf", "mqueue", "configfs", "fusectl",
+                                "binfmt_misc", "efivarfs", "hugetlbfs"))
+
+
+def filesystem_type(path, mountinfo="/proc/self/mountinfo"):
+    """The type of the filesystem `path` (a realpath) is on, from the longest matching mount point
+    of /proc/self/mountinfo; None where that file does not exist (not Linux) or cannot be read."""
+    try:
+        with open(mountinfo, "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:
+        return None
+    best, kind = -1, None
+    for line in data.decode("utf-8", "replace").splitlines():
+        fields = line.split(" ")
+        try:
+            mount_point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n") \
+                .replace("\\134", "\\")
+            fstype = fields[fields.index("-", 6) + 1]
+        except (IndexError, ValueError):
+            continue
+        inside = path == mount_point or mount_point == "/" or path.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) > best:
+            best, kind = len(mount_point), fstype
+    return kind
+
+
+def check_new_project_root(paths):
+    """Refuse to start a project where none can be: on a kernel filesystem (/proc, /sys, /dev ...)
+    or inside the data root itself. Checked once, when the project directory is first created."""
+    root = paths.root
+    if root is None:
+        return
+    data_root = fast_os.path.realpath(paths.data_root)
+    if root == data_root or root.startswith(data_root.rstrip(fast_os.sep) + fast_os.sep):
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT,
+                              f"{root} is inside intent-loop's data directory; work in a project directory")
+    kind = filesystem_type(root)
+    if kind in PSEUDO_FILESYSTEMS:
+        raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT,
+                              f"{root} is on a {kind} filesystem, not a project; "
+                              "start Codex in your project's directory")
 
 
 def project_id_for(canonical_root):
@@ -197,6 +246,8 @@ def ensure_project_layout(paths):
     """Create the project directory tree for a mutation; every level below the root must be real."""
     ensure_data_root(paths.data_root)
     ensure_directory(fast_os.path.join(paths.data_root, "projects"))
+    if not check_real_directory(paths.dir):
+        check_new_project_root(paths)
     ensure_directory(paths.dir)
     for sub in (paths.private_dir, paths.quarantine_dir, paths.cache_dir):
         ensure_directory(sub)

@@ -1,0 +1,111 @@
+"""The read tools: status, the snapshot, open proposals and candidates, the portable export.
+
+A session with no linked task (most sessions, and every subagent's) reads an empty snapshot; a
+private session reads only what it recorded in this process's memory, as the hooks show it nothing.
+"""
+from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE
+from intent_loop.intent.state import active_claims
+from intent_loop.mcp import arguments as arg
+
+MAX_CLAIM_OBJECTS = 200  # records in one snapshot result; the text view has its own character bound
+CLAIM_FIELDS = ("claim_id", "statement", "role", "epistemic_status", "facets", "scope", "confidence")
+
+
+def claim_object(record, **extra):
+    claim = record["claim"]
+    out = {key: claim[key] for key in CLAIM_FIELDS if key in claim}
+    out["provenance"] = record["provenance"]
+    out.update(extra)
+    return out
+
+
+def open_candidates(state, *, task_id=None):
+    rows = sorted((c for c in state["candidates"].values() if c["state"] == "open"
+                   and (task_id is None or c.get("task_id") == task_id)), key=lambda c: (c["seq"], c["candidate_id"]))
+    return [{"candidate_id": c["candidate_id"], "kind": c.get("kind", "long_term"), "statement": c["statement"],
+             "facets": c["facets"], "task_id": c.get("task_id"),
+             "confirm": f"the user types `intent: confirm {c['candidate_id'][:8]}`"} for c in rows]
+
+
+def intent_get_snapshot(call):
+    arg.check_names(call.args, ("task_id", "max_chars"))
+    max_chars = arg.snapshot_chars(call.args.get("max_chars"))
+    task_id = call.resolve_task(required=False)
+    if task_id is None:
+        from intent_loop.mcp.tools import NO_TASK_MESSAGE
+
+        return {"text": "", "claims": [], "proposals": [], "note": NO_TASK_MESSAGE}
+    task = call.state["tasks"][task_id]
+    if call.is_private(task_id):
+        records = call.memory.records(call.binding.session)
+        lines = [PRIVATE_NOTICE] + [f"- [{r['claim']['claim_id'][:8]}] {r['claim']['statement']} "
+                                    f"({r['claim']['epistemic_status']}, in memory only)" for r in records]
+        return {"text": _clipped("\n".join(lines), max_chars), "claims": [claim_object(r) for r in records],
+                "proposals": [], "private": True}
+    if task["mode"] == "off":
+        return {"text": OFF_NOTICE, "claims": [], "proposals": [], "mode": "off"}
+    from intent_loop.intent.views import compact_view, durable_records
+
+    records = active_claims(task)
+    objects = [claim_object(r) for r in records] + [claim_object(r, durable=True)
+                                                    for r in durable_records(call.state, task_id)]
+    result = {"text": compact_view(call.state, task_id, max_chars=max_chars), "claims": objects[:MAX_CLAIM_OBJECTS],
+              "proposals": open_candidates(call.state, task_id=task_id), "mode": task["mode"]}
+    if len(objects) > MAX_CLAIM_OBJECTS:
+        result["claims_omitted"] = len(objects) - MAX_CLAIM_OBJECTS
+    return result
+
+
+def _clipped(text, limit):
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def intent_status(call):
+    arg.check_names(call.args, ())
+    paths, state = call.paths, call.state
+    task_id = call.resolve_task(required=False)
+    result = {"data_root": paths.data_root, "data_root_source": call.binding.data_root_source,
+              "project_root": paths.root, "project_id": paths.project_id, "tasks": len(state["tasks"]),
+              "session_known": call.binding.session is not None, "linked_task": None,
+              "open_candidates": len(open_candidates(state)), "guard": _guard_state(call)}
+    if task_id is not None:
+        task = state["tasks"][task_id]
+        private = call.is_private(task_id)
+        linked = {"task_id": task_id, "mode": "private" if private else task["mode"], "label": task.get("label")}
+        if private:
+            linked["in_memory_records"] = len(call.memory.records(call.binding.session))
+        else:
+            counts = {}
+            for record in active_claims(task):
+                status = record["claim"]["epistemic_status"]
+                counts[status] = counts.get(status, 0) + 1
+            linked["active_claims"] = counts
+            linked["open_proposals"] = len(open_candidates(state, task_id=task_id))
+        result["linked_task"] = linked
+    return result
+
+
+def _guard_state(call):
+    from intent_loop.guard import provider
+
+    path = provider.provider_path(call.paths.root, call.env)
+    found = provider.read_file_state(path, call.state)
+    found.pop("errors", None)
+    return dict(found, path=path)
+
+
+def intent_list_candidates(call):
+    arg.check_names(call.args, ())
+    return {"candidates": open_candidates(call.state)}
+
+
+def intent_export(call):
+    arg.check_names(call.args, ("task_id",))
+    from intent_loop.ops.graph_export import export_graph
+
+    task_id = call.resolve_task(required=True)
+    if call.is_private(task_id):
+        from intent_loop.errors import ErrorCode, IntentLoopError
+
+        raise IntentLoopError(ErrorCode.TASK_PRIVATE, "a private task records nothing and cannot be exported")
+    return {"graph": export_graph(call.state, task_id)}

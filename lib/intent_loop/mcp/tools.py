@@ -1,0 +1,121 @@
+"""One tool call from start to envelope: bind it to a project and session, read the state, resolve
+the task, run the tool, and turn every outcome (a bug included) into the result envelope."""
+import time
+
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.intent.state import REDUCER
+from intent_loop.mcp import arguments, envelope
+from intent_loop.mcp.binding import bind
+from intent_loop.mcp.private_memory import PrivateMemory
+from intent_loop.storage.canonical import sha256_hex
+from intent_loop.storage.ledger import new_uuid4
+
+NO_STATE = {"seq": 0, "tasks": {}, "sessions": {}, "candidates": {}, "signals": {},
+            "last_change": {"task_id": None, "seq": 0}}
+WRITE_DEADLINE = 10.0  # seconds a write may wait for the project lock and work (Codex allows 30)
+NO_TASK_MESSAGE = "the user has not started a task in this session: type `intent: goal ...`"
+
+
+class Tools:
+    """The tools of one server process; `memory` holds the private sessions' records."""
+
+    def __init__(self, *, env, executable, ask_roots):
+        self.env = env
+        self.executable = executable
+        self.ask_roots = ask_roots
+        self.memory = PrivateMemory()
+
+    def call(self, name, args, meta):
+        """The CallToolResult of one call; never raises (but Terminated, which ends the process)."""
+        call = None
+        try:
+            call = Call(self, name, args, bind(meta, args, env=self.env, executable=self.executable,
+                                               ask_roots=self.ask_roots))
+            handler = _handler(name)
+            result = handler(call)
+            out = envelope.success(name, project_id=call.paths.project_id, task_id=call.task_id, result=result)
+        except IntentLoopError as exc:
+            out = envelope.failure(name, exc, project_id=call.paths.project_id if call else None,
+                                   task_id=call.task_id if call else None)
+        except Exception as exc:  # the one catch-all of a call: a bug becomes INTERNAL_ERROR, the server lives on
+            if self.env.get("INTENT_LOOP_DEBUG") == "1":  # as the CLI: the traceback only when asked, on stderr
+                import traceback
+
+                traceback.print_exception(exc)
+            error = IntentLoopError(ErrorCode.INTERNAL_ERROR, (
+                f"unexpected {type(exc).__name__} in intent-loop's MCP server; nothing was changed by this "
+                "report. Please report it with the tool name and arguments"))
+            out = envelope.failure(name, error, project_id=call.paths.project_id if call else None)
+        return envelope.tool_result(out)
+
+
+def _handler(name):
+    from intent_loop.mcp import amendments, reads, writes
+
+    for module in (reads, writes, amendments):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AssertionError(f"tool {name} has no handler")  # tests/test_mcp_server.py lists every tool
+
+
+class Call:
+    """What one call works on: its binding, the verified state (lock-free read) and the task."""
+
+    def __init__(self, tools, name, args, binding):
+        self.tools = tools
+        self.name = name
+        self.args = args
+        self.binding = binding
+        self.paths = binding.paths
+        self.env = tools.env
+        self.memory = tools.memory
+        self.task_id = None
+        from intent_loop.storage.ledger import load_verified
+        from intent_loop.storage.paths import check_real_directory
+
+        self.verified = load_verified(self.paths, REDUCER) if check_real_directory(self.paths.dir) else None
+        self.state = self.verified.state if self.verified is not None else NO_STATE
+
+    def linked_task_id(self):
+        session = self.binding.session
+        return self.state["sessions"].get(session) if session is not None else None
+
+    def resolve_task(self, *, required):
+        """The task named by task_id (it must belong to this project) or the session's linked task."""
+        typed = self.args.get("task_id")
+        if typed is not None:
+            if not isinstance(typed, str) or not typed:
+                raise arguments.invalid("task_id is a task id of this project (intent_status shows the linked one)")
+            from intent_loop.intent.tasks import resolve_task
+
+            self.task_id = resolve_task(self.state, typed)
+        else:
+            self.task_id = self.linked_task_id()
+        if self.task_id is None and required:
+            raise IntentLoopError(ErrorCode.NO_TASK, NO_TASK_MESSAGE)
+        return self.task_id
+
+    def is_private(self, task_id):
+        """The session's private control or the task's mode, checked on every call as the hooks do."""
+        from intent_loop.intent.private_mode import read_control
+
+        if self.binding.session is not None and read_control(self.paths, self.binding.session) is not None:
+            return True
+        task = self.state["tasks"].get(task_id)
+        return task is not None and task["mode"] == "private"
+
+    def request_id(self):
+        """`mcp:` + SHA-256 of the session, Codex's turn and call ids (or the model's own key) and the
+        tool: call ids repeat across sessions, and no MCP id can equal a hook's or the CLI's."""
+        typed = arguments.request_id(self.args.get("request_id"))
+        thread = self.binding.thread_id or ""
+        if typed is not None:
+            parts = ("key", thread, typed, self.name)
+        elif self.binding.call_id is not None:
+            parts = ("call", thread, self.binding.turn_id or "", self.binding.call_id, self.name)
+        else:
+            parts = ("once", new_uuid4(), self.name)
+        return "mcp:" + sha256_hex("\0".join(("intent-loop-mcp-v1",) + parts).encode("utf-8"))
+
+    def deadline(self):
+        return time.monotonic() + WRITE_DEADLINE

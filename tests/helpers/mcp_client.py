@@ -1,0 +1,124 @@
+"""A JSON-RPC client for dist/intent-loop-mcp: the server in its own session, lines read with a
+timeout, the process killed and reaped when the block ends, whatever happened."""
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MCP_BINARY = os.path.join(REPO, "dist", "intent-loop-mcp")
+INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {"experimental": {"codex/auth-change": {}}},
+              "clientInfo": {"name": "codex-mcp-client", "title": "Codex", "version": "0.169.0"}}
+
+
+def codex_meta(workspace, *, thread="thread-1", turn="turn-1", call="c1"):
+    """The `_meta` Codex 0.169.0 sends with a tools/call (docs/mcp.md)."""
+    return {"callId": call, "threadId": thread, "sessionId": thread, "progressToken": 1,
+            "x-codex-turn-metadata": {"session_id": thread, "turn_id": turn, "sandbox_mode": "read-only",
+                                      "workspaces": {str(workspace): {"has_changes": False}}},
+            "codex/sandbox-state-meta": {"permissionProfile": {"type": "disabled"},
+                                         "sandboxCwd": "file://" + str(workspace)}}
+
+
+class McpServer:
+    def __init__(self, env, *, argv=None, cwd=None):
+        self.proc = subprocess.Popen(argv or [MCP_BINARY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
+        self.buffer = b""
+        self.next_id = 100
+        self.calls = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(timeout=10)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def write(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message):
+        self.write(json.dumps(message).encode() + b"\n")
+
+    def read(self, timeout=10.0):
+        """The next message the server wrote (a dict); AssertionError after `timeout`."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            assert ready, f"no message from the MCP server within {timeout}s"
+            chunk = os.read(fd, 1 << 16)
+            assert chunk, "the MCP server closed its output"
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, method, params=None, *, timeout=10.0):
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        reply = self.read(timeout)
+        assert reply.get("id") == self.next_id, reply
+        return reply
+
+    def initialize(self, **changes):
+        reply = self.request("initialize", dict(INITIALIZE, **changes))
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def call(self, tool, arguments=None, *, meta=None, workspace=None, timeout=20.0, **meta_changes):
+        """The tool's structuredContent (the envelope); `isError` is checked against `ok`."""
+        self.calls += 1
+        if meta is None:
+            meta_changes.setdefault("call", f"c{self.calls}")
+            meta = codex_meta(workspace, **meta_changes)
+        reply = self.request("tools/call", {"name": tool, "arguments": arguments or {}, "_meta": meta},
+                             timeout=timeout)
+        result = reply["result"]
+        envelope = result["structuredContent"]
+        assert result["isError"] is (not envelope["ok"])
+        assert json.loads(result["content"][0]["text"]) == envelope
+        return envelope
+
+    def wait(self, timeout=10.0):
+        return self.proc.wait(timeout=timeout)
+
+
+def run_hook(event, env, *, cwd, session_id, prompt=None, turn_id="turn-0", source="startup"):
+    """One real hook binary run for session `session_id`; returns its answer (a dict), after its
+    detached work has finished."""
+    from helpers.settle import settle
+    from intent_loop.launch.binaries import BINARY_FOR_EVENT
+
+    payload = {"session_id": session_id, "cwd": str(cwd), "hook_event_name": event, "model": "m",
+               "permission_mode": "default", "transcript_path": None}
+    if event == "UserPromptSubmit":
+        payload.update(turn_id=turn_id, prompt=prompt)
+    elif event == "Stop":
+        payload.update(turn_id=turn_id, stop_hook_active=False, last_assistant_message="Done.")
+    else:
+        payload["source"] = source
+    binary = os.path.join(REPO, "dist", BINARY_FOR_EVENT[event])
+    proc = subprocess.run([binary], input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    settle(env["INTENT_LOOP_DATA_DIR"], str(cwd))
+    return json.loads(proc.stdout)

@@ -1,0 +1,160 @@
+"""install / uninstall register the MCP server as [mcp_servers.intent_loop] in config.toml, editing
+only that table: every other byte of the user's TOML is kept."""
+import json
+import os
+import subprocess
+import tomllib
+
+import pytest
+
+from intent_loop.cli import mcp_config
+from intent_loop.errors import IntentLoopError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI = os.path.join(ROOT, "dist", "intent-loop")
+needs_dist = pytest.mark.skipif(not os.access(CLI, os.X_OK), reason="dist/ is not built: run `python3 build.py`")
+
+USER_TOML = """\
+# my Codex settings
+model = "gpt-5"   # trailing comment kept
+
+[mcp_servers.other]
+command = "other-server"
+args = ["--flag"]
+
+[profiles.fast]
+model = "small"
+"""
+OURS_OLD = """\
+[mcp_servers.intent_loop]
+command = "/old/dist/intent-loop-mcp"
+args = []
+
+[mcp_servers.intent_loop.env]
+INTENT_LOOP_PYTHON = "/old/python"
+"""
+
+
+def _installed(text, tmp_path, binary="/new/dist/intent-loop-mcp"):
+    path = tmp_path / "config.toml"
+    if text is not None:
+        path.write_text(text)
+    change = mcp_config.plan(str(tmp_path), install=True, binary=binary, python="/usr/bin/python3")
+    return change
+
+
+def test_install_appends_the_table_and_keeps_every_other_byte(tmp_path):
+    change = _installed(USER_TOML, tmp_path)
+    assert change.new_bytes.startswith(USER_TOML)
+    table = tomllib.loads(change.new_bytes)["mcp_servers"]["intent_loop"]
+    assert table["command"] == "/new/dist/intent-loop-mcp" and table["args"] == []
+    assert table["env_vars"] == ["CODEX_HOME", "INTENT_LOOP_DATA_DIR"] and table["tool_timeout_sec"] == 30
+    assert table["env"] == {"INTENT_LOOP_PYTHON": "/usr/bin/python3"}
+
+
+def test_install_into_a_missing_config_writes_only_the_table(tmp_path):
+    change = _installed(None, tmp_path)
+    assert change.raw is None and tomllib.loads(change.new_bytes).keys() == {"mcp_servers"}
+
+
+def test_an_older_table_of_ours_is_updated_in_place(tmp_path):
+    head, tail = USER_TOML.split("[profiles.fast]")
+    change = _installed(head + OURS_OLD + "\n[profiles.fast]" + tail, tmp_path)
+    assert change.new_bytes.startswith(head + "[mcp_servers.intent_loop]\ncommand = \"/new/dist/intent-loop-mcp\"")
+    assert change.new_bytes.endswith("\n[profiles.fast]" + tail)
+    assert "/old/" not in change.new_bytes
+    assert tomllib.loads(change.new_bytes)["profiles"] == {"fast": {"model": "small"}}
+
+
+def test_install_twice_changes_nothing_and_uninstall_restores_the_users_bytes(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text(USER_TOML)
+    path.write_text(_installed(USER_TOML, tmp_path).new_bytes)
+    assert _installed(path.read_text(), tmp_path).new_bytes is None
+    removed = mcp_config.plan(str(tmp_path), install=False)
+    assert removed.new_bytes.rstrip("\n") == USER_TOML.rstrip("\n")
+
+
+def test_a_table_running_another_command_is_left_alone_with_a_warning(tmp_path):
+    text = USER_TOML + '\n[mcp_servers.intent_loop]\ncommand = "/usr/bin/someone-else"\n'
+    for install in (True, False):
+        (tmp_path / "config.toml").write_text(text)
+        change = mcp_config.plan(str(tmp_path), install=install, binary="/d/intent-loop-mcp", python="/p")
+        assert change.new_bytes is None
+        assert change.warning["code"] == "MCP_SERVER_FOREIGN"
+
+
+@pytest.mark.parametrize("text", [
+    'mcp_servers = { intent_loop = { command = "/x/intent-loop-mcp" } }\n',
+    '[mcp_servers]\nintent_loop.command = "/x/intent-loop-mcp"\n',
+    "this is = = not toml\n",
+])
+def test_a_config_the_table_edit_cannot_change_safely_is_refused(tmp_path, text):
+    (tmp_path / "config.toml").write_text(text)
+    with pytest.raises(IntentLoopError) as caught:
+        mcp_config.plan(str(tmp_path), install=True, binary="/d/intent-loop-mcp", python="/p")
+    assert caught.value.code == "CODEX_CONFIG_INVALID"
+    assert (tmp_path / "config.toml").read_text() == text
+
+
+def test_a_header_inside_a_multiline_string_is_not_taken_for_a_table(tmp_path):
+    text = 'notes = """\n[mcp_servers.intent_loop]\nnot a table\n"""\n'
+    change = _installed(text, tmp_path)
+    assert change.new_bytes.startswith(text)
+    assert tomllib.loads(change.new_bytes)["notes"] == "[mcp_servers.intent_loop]\nnot a table\n"
+
+
+@needs_dist
+def test_install_apply_writes_config_toml_with_a_backup_and_uninstall_removes_it(tmp_path):
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    real = tmp_path / "dotfiles-config.toml"
+    real.write_text(USER_TOML)
+    os.symlink(real, codex / "config.toml")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    dry = subprocess.run([CLI, "install", "--codex-home", str(codex), "--json"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert "+[mcp_servers.intent_loop]" in json.loads(dry.stdout)["mcp"]["diff"]
+    assert real.read_text() == USER_TOML
+    done = subprocess.run([CLI, "install", "--codex-home", str(codex), "--apply", "--json"], capture_output=True,
+                          text=True, env=env, timeout=60)
+    step = json.loads(done.stdout)["mcp"]
+    assert step["applied"] and os.path.islink(codex / "config.toml")  # written through to its target
+    table = tomllib.loads(real.read_text())["mcp_servers"]["intent_loop"]
+    assert table["command"] == os.path.join(ROOT, "dist", "intent-loop-mcp")
+    assert open(step["backup"]).read() == USER_TOML
+    subprocess.run([CLI, "uninstall", "--codex-home", str(codex), "--apply"], check=True, env=env, timeout=60,
+                   capture_output=True)
+    assert real.read_text().rstrip("\n") == USER_TOML.rstrip("\n")
+
+
+def test_the_plugin_manifest_starts_the_server_relative_to_the_plugin_root():
+    with open(os.path.join(ROOT, ".codex-plugin", "plugin.json")) as fh:
+        manifest = json.load(fh)
+    assert manifest["mcpServers"] == "./.mcp.json"
+    with open(os.path.join(ROOT, ".mcp.json")) as fh:
+        server = json.load(fh)["mcpServers"]["intent_loop"]
+    # Codex does not expand ${PLUGIN_ROOT} in .mcp.json; cwd "." is the plugin root (docs/mcp.md)
+    assert server == {"command": "./dist/intent-loop-mcp", "args": [], "cwd": "."}
+
+
+# -- the CLI in a shell Codex's agent runs ---------------------------------------------------
+def test_in_the_agents_shell_claim_add_is_a_proposal_and_user_only_commands_are_refused(tmp_path):
+    from helpers.cli_runner import make_cli
+
+    cli = make_cli(tmp_path)
+    cli.json("claim", "add", "goal", "ship", "the", "parser")
+    user_claim = cli.json("show", "--all")
+    cli.env.update(CODEX_TOOL_CALL_ID="call_1", CODEX_THREAD_ID="thread-1")  # what Codex sets (docs/mcp.md)
+    proposed = cli.json("claim", "add", "allow", "action:network")
+    assert proposed["proposed"] is True and proposed["events"] == ["proposal_added"]
+    state = cli.json("show", "--all")
+    assert state["history"] == user_claim["history"]  # nothing the user said changed: one more candidate
+    assert [c["kind"] for c in state["snapshot"]["candidates"]] == ["proposal"]
+    rc, out, _err = cli("claim", "drop", "0000", "--json")
+    assert rc == 1 and json.loads(out)["error"]["code"] == "AGENT_SHELL"
+    for argv in (["off"], ["candidate", "confirm", proposed["proposal_id"][:8]], ["uninstall", "--apply"]):
+        rc, out, _err = cli(*argv, "--json")
+        assert json.loads(out)["error"]["code"] == "AGENT_SHELL", argv
+    del cli.env["CODEX_TOOL_CALL_ID"], cli.env["CODEX_THREAD_ID"]
+    assert cli.json("candidate", "confirm", proposed["proposal_id"][:8])["claim_id"]
