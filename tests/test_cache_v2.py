@@ -354,3 +354,19 @@ def test_agent_lifecycle_and_proposals_round_trip_through_the_cache(project, wor
     (proposal,) = [c for c in cached["candidates"].values() if c.get("kind") == "proposal"]
     assert proposal["statement"] == "must: a proposed rule" and proposal["task_id"] == task_id
     assert {r["actor"] for r in cached["tasks"][task_id]["claims"].values()} == {"user"}
+
+
+def test_the_after_answer_rebuild_writes_pointers_a_read_believes(project, workspace):
+    """The streamed rebuild (storage/bulk_verify.fold_stream) tells the reducer each line's place."""
+    import shutil
+
+    from intent_loop.storage import cache_upkeep
+
+    seeded(project, workspace)
+    shutil.rmtree(project.cache_dir)
+    os.mkdir(project.cache_dir, 0o700)
+    assert cache_upkeep.rebuild(project, REDUCER) == "rebuilt"
+    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
+    state = ledger.load_verified(project, REDUCER).state
+    assert session_context(state, project, SESSION)[1] == truth(project, workspace)[0]
+    assert not state["tasks"]._source.recovered

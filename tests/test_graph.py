@@ -293,3 +293,15 @@ def test_import_of_something_not_a_file_is_refused_at_once(cli, project, kind):
         os.mkdir(path)
     out = cli.json("import", "graph.json", expect=2)
     assert out["error"]["code"] == ErrorCode.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("mark", ["\u202e", "\x1b", "\u2028"])
+def test_an_imported_label_or_statement_with_control_or_bidi_characters_is_refused(cli, mark):
+    task_id, _ids = _populated(cli)
+    doc = json.loads(_export(cli, task_id))
+    doc["task"]["label"] = f"release {mark} notes"
+    problems = graph_format.validate(json.dumps(doc).encode())[1]
+    assert any("task.label" in str(p) for p in problems), problems
+    doc["task"]["label"] = None
+    doc["claims"][0]["statement"] = f"ship {mark} it"
+    assert graph_format.validate(json.dumps(doc).encode())[1] != []

@@ -194,7 +194,7 @@ CASES = [
     ("objective-js-only-space", _set("projection.objective", "\ufeff"), ["projection.objective"]),
     ("objective-number", _set("projection.objective", 42), ["projection.objective"]),
     ("primary-object-null", _set("projection.primary_object", None), ["projection.primary_object"]),
-    # init placeholders, anywhere
+    # init placeholders: Guard 0.2.2 refuses a value that EQUALS one after JS trim(), case-sensitively
     ("placeholder-objective", _set("projection.objective", "Replace with the exact user-requested outcome."),
      ["projection.objective"]),
     ("placeholder-primary", _set("projection.primary_object",
@@ -202,9 +202,13 @@ CASES = [
      ["projection.primary_object"]),
     ("placeholder-must", _set("projection.must_and_must_not.must", ["Replace with non-negotiable requirements."]),
      ["projection.must_and_must_not.must[0]"]),
-    ("placeholder-inside-text", _set("projection.scope.include",
-                                     ["src/", "Replace with non-negotiable requirements. And more"]),
-     ["projection.scope.include[1]"]),
+    ("placeholder-inside-text-is-accepted", _set("projection.scope.include",
+                                                 ["src/", "Replace with non-negotiable requirements. And more"]), []),
+    ("placeholder-other-case-is-accepted", _set("projection.must_and_must_not.must",
+                                                ["replace with non-negotiable requirements."]), []),
+    ("placeholder-js-trimmed", _set("projection.must_and_must_not.must",
+                                    ["\ufeffReplace with non-negotiable requirements.\u3000"]),
+     ["projection.must_and_must_not.must[0]"]),
     ("placeholder-envelope", _set("envelope.source_message_refs", ["Replace with non-negotiable requirements."]),
      ["envelope.source_message_refs[0]"]),
     # delivery_surface

@@ -14,6 +14,25 @@ CLI_DEADLINE = 10.0  # seconds a command may wait for the project lock and work
 USAGE_CODES = frozenset((ErrorCode.INVALID_ARGUMENT,))
 
 
+def _escapes():
+    from intent_loop.intent.claims import UNSAFE_CHARACTERS
+
+    return {ord(ch): f"\\u{ord(ch):04x}" for ch in UNSAFE_CHARACTERS if ch != "\n"}
+
+
+_ESCAPES = None
+
+
+def terminal_safe(text):
+    """`text` with every control and bidi character but LF and TAB written as `\\uXXXX`: text stored
+    before the character rule (or an imported file) can never retitle a terminal, clear it or
+    reorder what it shows. The same escape is valid inside JSON strings, so --json stays JSON."""
+    global _ESCAPES
+    if _ESCAPES is None:
+        _ESCAPES = _escapes()
+    return text.translate(_ESCAPES)
+
+
 class Console:
     """stdout/stderr, the environment and the cwd; tests pass their own."""
 
@@ -24,9 +43,11 @@ class Console:
         self.cwd = cwd or os.getcwd()
 
     def out(self, text=""):
+        text = terminal_safe(text)
         self.stdout.write(text if text.endswith("\n") else text + "\n")
 
     def err(self, text):
+        text = terminal_safe(text)
         self.stderr.write(text if text.endswith("\n") else text + "\n")
 
     def json(self, value):
@@ -67,8 +88,22 @@ def current_project(console):
     return project_paths(root, console.cwd)
 
 
+def load_checkpointed(paths):
+    """The project's Verified, leaving a checkpoint behind even when `cache/` was deleted (a large
+    unverified part is verified by the streaming verifier, see storage/ledger.py)."""
+    from intent_loop.storage.ledger import is_project_present
+    from intent_loop.storage.paths import check_regular_file, ensure_directory
+
+    if is_project_present(paths) and check_regular_file(paths.ledger) is not None:
+        try:
+            ensure_directory(paths.cache_dir)
+        except IntentLoopError:
+            pass  # the cache is an accelerator: without it the read still verifies
+    return load_verified(paths, REDUCER)
+
+
 def load_state(paths):
-    return load_verified(paths, REDUCER).state
+    return load_checkpointed(paths).state
 
 
 def pick_task(state, task_option):

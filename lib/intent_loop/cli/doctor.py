@@ -191,7 +191,7 @@ def cmd_doctor(args, console):
         for project_id in project_ids:
             ppaths = ProjectPaths(root, project_id)
             try:
-                verify_all(ppaths, REDUCER)
+                verify_all(ppaths, REDUCER, leave_checkpoint=True)
             except IntentLoopError as exc:
                 broken.append(f"{project_id[:12]}: line {exc.line} {exc.code}")
             names = _lock_residue(ppaths.dir)

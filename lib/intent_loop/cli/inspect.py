@@ -1,14 +1,24 @@
 """Read-only report commands: status, show, timeline (exit 0 whenever they can report)."""
+import os
 
-from intent_loop.cli.common import add_json_flag, add_task_option, current_project, data_root, load_state, pick_task
+from intent_loop.cli.common import (
+    add_json_flag,
+    add_task_option,
+    current_project,
+    data_root,
+    load_checkpointed,
+    load_state,
+    pick_task,
+)
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER, active_claims
 from intent_loop.intent.views import compact_view, history, snapshot
 from intent_loop.storage.event_list import EventList
-from intent_loop.storage.ledger import is_project_present, load_verified, verify_all
+from intent_loop.storage.ledger import is_project_present, verify_all
 
 _CLAIM_EVENTS = ("claim_added", "claim_replaced", "candidate_confirmed")
+DEFAULT_LIMIT = 50
 
 
 def register(subparsers):
@@ -29,10 +39,17 @@ def register(subparsers):
     add_json_flag(p)
     p.set_defaults(func=cmd_show)
 
-    p = subparsers.add_parser("timeline", help="the project's events in ledger order, with filters",
-                              description="Every verified event in order: time, type, actor, task and a "
-                                          "content-free summary (claim events show claim ids and statements; "
-                                          "observations show only counts and hash kinds).")
+    p = subparsers.add_parser("timeline", help="the project's newest events in ledger order, with filters",
+                              description="The newest 50 verified events (matching the filters) in order: time, "
+                                          "type, actor, task and a content-free summary (claim events show claim "
+                                          "ids and statements; observations show only counts and hash kinds). "
+                                          "Read from the end of the ledger, each shown line hash- and "
+                                          "chain-checked up to the checkpoint; --all streams every event from the "
+                                          "first byte.")
+    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+                   help=f"show the newest N matching events (default {DEFAULT_LIMIT})")
+    p.add_argument("--all", action="store_true", help="every matching event, verified from the first byte")
+    p.add_argument("--jsonl", action="store_true", help="one JSON object per event and line")
     add_task_option(p)
     p.add_argument("--session", metavar="ID", help="a Codex session id (matched by its hash)")
     p.add_argument("--actor", metavar="A", help="user, agent, evidence or system")
@@ -65,7 +82,7 @@ def cmd_status(args, console):
     result = {"data_root": root, "data_root_chosen_by": how, "project_id": paths.project_id,
               "workspace": paths.root, "hook_failures": _hook_failures(root)}
     try:
-        state = load_verified(paths, REDUCER).state
+        state = load_checkpointed(paths).state
         result["chain"] = {"ok": True, "present": is_project_present(paths)}
     except IntentLoopError as exc:
         state = None
@@ -75,6 +92,9 @@ def cmd_status(args, console):
         result["tasks"] = task_rows(state)
         result["newest_task"] = state["last_change"]["task_id"]
         fstate = provider.read_file_state(ppath, state)
+        pending = provider.plan_refresh(state, workspace=paths.root, env=console.env)
+        if pending.code:  # why Guard is not (or no longer) getting this project's contract
+            result["guard_not_updated"] = {"code": pending.code, "reason": pending.reason}
     else:
         result["tasks"], result["newest_task"] = [], None
         fstate = {"kind": "unknown", "why": "the ledger does not verify"}
@@ -100,6 +120,9 @@ def cmd_status(args, console):
     elif fstate.get("why"):
         detail += f" ({fstate['why']})"
     console.out(f"guard file: {ppath}: {detail}")
+    if result.get("guard_not_updated"):
+        console.out(f"guard:     not updated ({result['guard_not_updated']['code']}): "
+                    f"{result['guard_not_updated']['reason']}")
     console.out(f"hook failures logged: {result['hook_failures']}")
     return 0
 
@@ -215,45 +238,157 @@ def _summary_text(summary):
     return "; ".join(parts)
 
 
+class _Filter:
+    """The timeline's filters as one predicate over events."""
+
+    def __init__(self, args, task_id, session):
+        self.since = _parse_time(args.since, "--since") if args.since is not None else None
+        self.until = _parse_time(args.until, "--until") if args.until is not None else None
+        self.task_id, self.session, self.actor, self.event_type = task_id, session, args.actor, args.event_type
+
+    def __call__(self, event):
+        if self.task_id is not None and event["task_id"] != self.task_id:
+            return False
+        if self.actor and event["actor"] != self.actor:
+            return False
+        if self.event_type and event["event_type"] != self.event_type:
+            return False
+        if self.session is not None and event["payload"].get("host_session_hash") != self.session:
+            return False
+        if self.since is not None or self.until is not None:
+            at = _parse_time(event["occurred_at"], "occurred_at")
+            if (self.since is not None and at < self.since) or (self.until is not None and at > self.until):
+                return False
+        return True
+
+
+def _row(event):
+    return {"occurred_at": event["occurred_at"], "event_type": event["event_type"], "actor": event["actor"],
+            "task_id": event["task_id"], "event_id": event["event_id"], "summary": summarize(event)}
+
+
+class _Printer:
+    """Rows out as they come: text lines, JSON lines, or today's {"events", "project_id"} document
+    written piece by piece (so --all never holds the timeline in memory)."""
+
+    def __init__(self, console, args, project_id):
+        import json
+
+        self.console, self.json, self.project_id = console, json, project_id
+        self.mode = "jsonl" if args.jsonl else "json" if args.json else "text"
+        self.count = 0
+
+    def row(self, row):
+        out = self.console.stdout
+        if self.mode == "jsonl":
+            out.write(self.json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n")
+        elif self.mode == "json":
+            text = self.json.dumps(row, sort_keys=True, indent=2, ensure_ascii=False)
+            out.write(("{\n  \"events\": [\n" if self.count == 0 else ",\n")
+                      + "\n".join("    " + line for line in text.split("\n")))
+        else:
+            task = row["task_id"][:8] if row["task_id"] else "-"
+            text = _summary_text(row["summary"])
+            self.console.out(f"{row['occurred_at']}  {row['event_type']:<22} {row['actor']:<8} {task}"
+                             + (f"  {text}" if text else ""))
+        self.count += 1
+
+    def finish(self):
+        if self.mode == "json":
+            head = "{\n  \"events\": []" if self.count == 0 else "\n  ]"
+            self.console.stdout.write(head + ",\n  \"project_id\": " + self.json.dumps(self.project_id) + "\n}\n")
+        elif self.mode == "text" and self.count == 0:
+            self.console.out("no events match")
+
+
+def _newest(paths, verified, matches, limit):
+    """The newest `limit` matching events, read backwards from the checkpoint's end: each line is
+    verified by itself (canonical form, its own hash) and chained to the line after it, the newest
+    to the checkpoint's last hash. Cost follows what is read, not the ledger's size."""
+    from intent_loop.storage import bulk_verify
+    from intent_loop.storage.ledger import open_ledger
+
+    found = []
+    if verified.size == 0 or limit == 0:
+        return found
+    fd, _st = open_ledger(paths)
+    if fd is None:
+        return found
+    try:
+        expected, line_no = verified.last_hash, verified.count
+        for _offset, line in _lines_backwards(fd, verified.size):
+            try:
+                prev = bulk_verify.loads(line).get("prev_hash")
+            except (ValueError, AttributeError):
+                prev = None  # check_line below names the damage
+            event = bulk_verify.verify_line(line, line_no=line_no, project_id=paths.project_id, prev_hash=prev)
+            if event["event_hash"] != expected:
+                raise IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN, f"line {line_no}: the chain breaks before the "
+                                      "checkpoint's last line; run `intent-loop verify`", line=line_no)
+            expected, line_no = event["prev_hash"], line_no - 1
+            if matches(event):
+                found.append(event)
+                if len(found) >= limit:
+                    break
+        else:
+            if expected is not None:
+                raise IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN, "line 1: the first line has a prev_hash; "
+                                      "run `intent-loop verify`", line=1)
+    finally:
+        os.close(fd)
+    found.reverse()
+    return found
+
+
+def _lines_backwards(fd, end, chunk=1 << 16):
+    """(offset, line without LF) of the complete lines of [0, end), newest first; `end` ends a line."""
+    from intent_loop.storage import fast_os
+
+    start = max(0, end - chunk)
+    buf = fast_os.pread(fd, end - start, start)
+    stop = len(buf) - 1  # the LF that ends the newest line not yet yielded
+    while stop >= 0:
+        lf = buf.rfind(b"\n", 0, stop)
+        if lf < 0 and start > 0:  # the line starts in an older chunk
+            older = max(0, start - max(chunk, len(buf)))
+            buf = fast_os.pread(fd, start - older, older) + buf[:stop + 1]
+            stop += start - older
+            start = older
+            continue
+        yield start + lf + 1, buf[lf + 1:stop]
+        stop = lf
+
+
 def cmd_timeline(args, console):
-    since = _parse_time(args.since, "--since") if args.since is not None else None
-    until = _parse_time(args.until, "--until") if args.until is not None else None
+    if args.limit < 0:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "--limit takes a number of events, 0 or more")
+    if args.json and args.jsonl:
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "--json and --jsonl exclude each other")
     session = None
     if args.session is not None:
         from intent_loop.storage.paths import session_hash
 
         session = session_hash(args.session)
     paths = current_project(console)
-    events = read_events(paths)
-    task_id = None
-    if args.task:
-        state = load_state(paths)
-        task_id = pick_task(state, args.task)
-    rows = []
-    for event in events:
-        if task_id is not None and event["task_id"] != task_id:
-            continue
-        if args.actor and event["actor"] != args.actor:
-            continue
-        if args.event_type and event["event_type"] != args.event_type:
-            continue
-        if session is not None and event["payload"].get("host_session_hash") != session:
-            continue
-        if since is not None or until is not None:
-            at = _parse_time(event["occurred_at"], "occurred_at")
-            if (since is not None and at < since) or (until is not None and at > until):
-                continue
-        rows.append({"occurred_at": event["occurred_at"], "event_type": event["event_type"], "actor": event["actor"],
-                     "task_id": event["task_id"], "event_id": event["event_id"], "summary": summarize(event)})
-    if args.json:
-        console.json({"project_id": paths.project_id, "events": rows})
-        return 0
-    if not rows:
-        console.out("no events match")
-    for row in rows:
-        task = row["task_id"][:8] if row["task_id"] else "-"
-        text = _summary_text(row["summary"])
-        console.out(f"{row['occurred_at']}  {row['event_type']:<22} {row['actor']:<8} {task}"
-                    + (f"  {text}" if text else ""))
-    return 0
+    matches = _Filter(args, None, session)  # parses --since/--until before any reading
+    if args.all:
+        # the whole ledger, streamed and verified from the first byte; leaves a fresh checkpoint
+        task_id = pick_task(load_state(paths), args.task) if args.task else None
+        matches.task_id = task_id
+        printer = _Printer(console, args, paths.project_id)
 
+        def show(event, _start, _stop):
+            if matches(event):
+                printer.row(_row(event))
+
+        verify_all(paths, REDUCER, on_event=show, on_progress=console.progress, leave_checkpoint=True)
+        printer.finish()
+        return 0
+    verified = load_checkpointed(paths)
+    if args.task:
+        matches.task_id = pick_task(verified.state, args.task)
+    printer = _Printer(console, args, paths.project_id)
+    for event in _newest(paths, verified, matches, args.limit):
+        printer.row(_row(event))
+    printer.finish()
+    return 0

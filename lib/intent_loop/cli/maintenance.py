@@ -5,9 +5,9 @@ from intent_loop.cli.common import add_json_flag, current_project, data_root, de
 from intent_loop.cli.doctor import cmd_doctor, projects
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage.ledger import is_project_present, verify_all
+from intent_loop.storage.ledger import verify_all
 from intent_loop.storage.paths import ProjectPaths
-from intent_loop.storage.recovery import cut_to_verified_prefix, read_bytes, verified_prefix
+from intent_loop.storage.recovery import cut_to_verified_prefix, export_prefix, export_prefix_empty, scan_project
 
 
 def register(subparsers):
@@ -37,7 +37,7 @@ def register(subparsers):
 
 def _verify_one(paths, console):
     try:
-        verified = verify_all(paths, REDUCER, on_progress=console.progress)
+        verified = verify_all(paths, REDUCER, on_progress=console.progress, leave_checkpoint=True)
     except IntentLoopError as exc:
         return {"ok": False, "project_id": paths.project_id, "error": exc.to_dict()}
     return {"ok": True, "project_id": paths.project_id, "events": verified.count, "bytes": verified.size,
@@ -71,26 +71,33 @@ def cmd_recover(args, console):
     paths = current_project(console)
     if args.export and os.path.lexists(args.export):
         raise IntentLoopError(ErrorCode.FILE_EXISTS, f"{args.export} exists; choose a new file name")
-    data = read_bytes(paths.ledger) if is_project_present(paths) else b""
-    prefix, count, error = verified_prefix(data, paths.project_id, on_progress=console.progress)
-    result = {"project_id": paths.project_id, "ledger_bytes": len(data), "verified_lines": count,
-              "verified_bytes": len(prefix), "suffix_bytes": len(data) - len(prefix),
+    found, fd = scan_project(paths, on_progress=console.progress)  # streamed: bounded memory at any size
+    try:
+        if args.export and fd is not None:
+            export_prefix(fd, found.size, os.path.abspath(args.export))
+        elif args.export:
+            export_prefix_empty(os.path.abspath(args.export))
+    finally:
+        if fd is not None:
+            os.close(fd)
+    error, count = found.error, found.count
+    result = {"project_id": paths.project_id, "ledger_bytes": found.ledger_bytes, "verified_lines": count,
+              "verified_bytes": found.size, "suffix_bytes": found.ledger_bytes - found.size,
               "first_bad_line": error.line if error else None, "error": error.to_dict() if error else None,
-              "applied": False, "exported": None, "quarantine": None}
-    if args.export:
-        from intent_loop.storage.atomic import replace_atomically
-
-        replace_atomically(os.path.abspath(args.export), prefix)
-        result["exported"] = args.export
+              "applied": False, "exported": args.export or None, "quarantine": None}
     if args.apply and error is not None:
         result.update(cut_to_verified_prefix(paths, deadline=deadline(), on_progress=console.progress))
+    elif args.apply:
+        from intent_loop.storage.chain_marker import clear
+
+        clear(paths)  # the chain verifies: a marker left by the daily scrub is stale
     if args.json:
         console.json(result)
     else:
         if error is None:
-            console.out(f"ledger OK: {count} lines, {len(prefix)} bytes; nothing to recover")
+            console.out(f"ledger OK: {count} lines, {found.size} bytes; nothing to recover")
         else:
-            console.out(f"verified prefix: {count} lines, {len(prefix)} bytes; first bad line {error.line}: "
+            console.out(f"verified prefix: {count} lines, {found.size} bytes; first bad line {error.line}: "
                         f"{error.code}; damaged suffix: {result['suffix_bytes']} bytes")
         if result["exported"]:
             console.out(f"exported the verified prefix to {result['exported']}")

@@ -2,7 +2,14 @@
 
 from intent_loop.errors import IntentLoopError
 from intent_loop.guard.document import SCHEMA_VERSION, SOURCE, projection_sha256
-from intent_loop.intent.rule_grammar import EVIDENCE_SOURCES, is_blank, rule_error, strip_guard_space
+from intent_loop.intent.rule_grammar import (
+    EVIDENCE_SOURCES,
+    INIT_PLACEHOLDERS,
+    is_blank,
+    js_trim,
+    rule_error,
+    strip_guard_space,
+)
 from intent_loop.storage.canonical import dumps
 from intent_loop.storage.timestamps import rfc3339_error
 
@@ -20,12 +27,9 @@ _SECTIONS = {  # projection key -> (sub-keys, sub-keys whose items follow the ru
     "authorization": (("allowed", "requires_user", "forbidden"), ("allowed", "requires_user", "forbidden")),
 }
 EVIDENCE_KEYS = ("requirement", "acceptable_sources")
-INIT_PLACEHOLDERS = (  # written by `efg init`; Guard refuses a contract that still holds one
-    "Replace with the exact user-requested outcome.",
-    "Replace with the primary object being changed or delivered.",
-    "Replace with non-negotiable requirements.",
-)
-_FOLDED_PLACEHOLDERS = tuple(sentence.casefold() for sentence in INIT_PLACEHOLDERS)
+# Guard 0.2.2 refuses a string value that EQUALS one of efg init's placeholder sentences after JS
+# trim(), case-sensitively (not one that merely contains one): so do we, no stricter, or a claim
+# quoting a placeholder would silently freeze publication. Typing refuses such a claim outright.
 _MAX_SAFE_INTEGER = 2**53 - 1  # Guard reads numbers as JS doubles; larger versions would round
 _HEX = "0123456789abcdef"
 
@@ -66,10 +70,8 @@ def _text_error(value):
         return "must not be empty or whitespace-only"
     if any("\ud800" <= char <= "\udfff" for char in value):
         return "contains a lone surrogate; Guard would hash different bytes"
-    folded = value.casefold()
-    for sentence, folded_sentence in zip(INIT_PLACEHOLDERS, _FOLDED_PLACEHOLDERS, strict=True):
-        if folded_sentence in folded:
-            return f"contains the efg init placeholder {sentence!r}; write the real content"
+    if js_trim(value) in INIT_PLACEHOLDERS:
+        return f"is the efg init placeholder {js_trim(value)!r}; write the real content"
     return None
 
 

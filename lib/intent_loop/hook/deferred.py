@@ -18,10 +18,11 @@ import time
 from intent_loop.storage import fast_os, pending_work
 
 
-def detach(paths, job, *, deadline_seconds, on_failure):
+def detach(paths, job, *, deadline_seconds, on_failure, upkeep=None):
     """Run `job(deadline)` in a detached child; the caller goes on (and exits) at once.
 
-    If the child cannot be created the job runs here instead: slower, never lost.
+    If the child cannot be created the job runs here instead: slower, never lost. `upkeep()`
+    runs in the child after the job (the daily scrub; never in the hook process itself).
     """
     pending = pending_work.hold(paths)  # noqa: F841 - kept open, never read: the child inherits its flock
     try:
@@ -36,6 +37,8 @@ def detach(paths, job, *, deadline_seconds, on_failure):
         _detach_stdio()
         _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
         run_inline(job, deadline_seconds=deadline_seconds, on_failure=on_failure)
+        if upkeep is not None:
+            upkeep()
     finally:
         fast_os._exit(0)
 
@@ -68,3 +71,35 @@ def _detach_stdio():
         fast_os.dup2(null, fd)
     if null > 2:
         fast_os.close(null)
+
+
+def rebuild_after_answer(paths, reducer):
+    """The after-answer work of a hook that found the checkpoint far behind: (paths, job, budget).
+
+    The rebuild reads without the project lock and publishes atomically, one at a time per project
+    (storage/cache_upkeep.py), so the next hook finds a checkpoint and injects the full view."""
+    from intent_loop.storage.cache_upkeep import REBUILD_BUDGET
+
+    def job(_deadline):  # bounded by run_inline's timer (REBUILD_BUDGET)
+        from intent_loop.storage import cache_upkeep
+
+        cache_upkeep.rebuild(paths, reducer)
+
+    return (paths, job, REBUILD_BUDGET)
+
+
+def upkeep(paths, *, env, event_name):
+    """After the job, in the detached child: the daily scrub when it is due (at most once a day per
+    project). What it finds is logged like a hook failure, so `doctor` shows its code."""
+    from intent_loop.hook.runtime import log_failure
+    from intent_loop.intent.state import REDUCER
+    from intent_loop.storage import cache_upkeep
+
+    if not cache_upkeep.scrub_due(paths):
+        return
+
+    def report(exc):
+        log_failure(env, event_name, "scrub", exc)
+
+    run_inline(lambda _deadline: cache_upkeep.scrub(paths, REDUCER, report=report),
+               deadline_seconds=cache_upkeep.REBUILD_BUDGET, on_failure=report)

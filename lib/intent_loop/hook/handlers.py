@@ -25,9 +25,22 @@ RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in thi
                "linked to this session; the user can type `intent: resume` to continue it.")
 
 
+# About 40 ms of stdlib verification: more unverified ledger than this after the checkpoint (the
+# cache was deleted or is of an old format) is not verified inside a hook's 2 s deadline. The hook
+# answers without context and its after-answer child rebuilds the checkpoint (hook/deferred.py).
+REBUILD_THRESHOLD = 4 << 20
+
+
 def read_verified(paths):
     from intent_loop.storage.ledger import load_verified
-    return load_verified(paths, reducer())
+    try:
+        return load_verified(paths, reducer(), max_unverified=REBUILD_THRESHOLD)
+    except IntentLoopError as exc:
+        if exc.code == "CACHE_REBUILDING":
+            from intent_loop.hook.deferred import rebuild_after_answer
+
+            exc.after_answer = rebuild_after_answer(paths, reducer())
+        raise
 
 
 def read_state(paths):
@@ -306,8 +319,12 @@ def _run_prompt_commands(payload, runtime, prompt):
     except (IntentLoopError, OSError) as exc:  # a failure never blocks: the prompt goes on, the user is told
         from intent_loop.hook.runtime import log_failure
 
-        log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
-        return prompt_answer.failure_answer(exc, count=len(commands))
+        answer = prompt_answer.failure_answer(exc, count=len(commands))
+        if getattr(exc, "after_answer", None) is not None:  # CACHE_REBUILDING: nothing written, rebuild now
+            answer["after_answer"] = exc.after_answer
+        else:
+            log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
+        return answer
     runtime["on_failure"] = lambda exc: _recorded_but_unanswered(exc, receipt)
     local_only = prompt_answer.is_local_only(prompt, commands)
     if local_only and not _is_steering(payload):

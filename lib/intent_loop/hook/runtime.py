@@ -107,9 +107,11 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
         after_answer = answer.pop("after_answer", None) if answer else None
         data = render_answer(event_name, answer)
     except BaseException as exc:  # the fail-open boundary: every failure becomes continue:true
-        data, after_answer = FAIL_OPEN, None
-        log_failure(env, event_name, where, exc)
-        data = _failure_answer(event_name, context, exc)
+        # a read that found the cache far behind (CACHE_REBUILDING) still leaves its rebuild behind
+        data, after_answer = FAIL_OPEN, getattr(exc, "after_answer", None)
+        if after_answer is None:
+            log_failure(env, event_name, where, exc)
+            data = _failure_answer(event_name, context, exc)
     try:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
     except OSError:
@@ -149,10 +151,13 @@ def _finish_after_answer(after_answer, env, event_name, *, detach, deadline_seco
     try:
         from intent_loop.hook import deferred
 
-        paths, job = after_answer
+        paths, job = after_answer[:2]
+        if len(after_answer) > 2:  # a job with its own budget (a cache rebuild)
+            deadline_seconds = after_answer[2]
         failed = lambda exc: log_failure(env, event_name, "after_answer", exc)  # noqa: E731
+        upkeep = lambda: deferred.upkeep(paths, env=env, event_name=event_name)  # noqa: E731
         if detach:
-            deferred.detach(paths, job, deadline_seconds=deadline_seconds, on_failure=failed)
+            deferred.detach(paths, job, deadline_seconds=deadline_seconds, on_failure=failed, upkeep=upkeep)
         else:
             deferred.run_inline(job, deadline_seconds=deadline_seconds, on_failure=failed)
     except BaseException as exc:  # the answer is out; nothing here may turn into a crash

@@ -27,14 +27,25 @@ def build_claim(verb, text):
         _check_rule(body)
     statement = body if prefix is None else f"{prefix}: {body}"
     check_statement(statement)
+    _check_not_a_placeholder(body)
     return facet, scope, statement
+
+
+def _check_not_a_placeholder(body):
+    """A claim that IS one of efg init's placeholder sentences would make the whole projection
+    invalid to Guard (it would keep enforcing the previous version): refuse it when typed."""
+    from intent_loop.intent.rule_grammar import INIT_PLACEHOLDERS, js_trim
+
+    if js_trim(body) in INIT_PLACEHOLDERS:
+        raise IntentLoopError(ErrorCode.INVALID_STATEMENT,
+                              "that is Guard's `efg init` placeholder sentence; write the real requirement")
 
 
 def _claim_body(verb, text):
     """The trimmed, redacted, single-line text of a claim (trimmed before and after redaction)."""
     if not isinstance(text, str):
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, "claim text must be a string")
-    body = trimmed(text)
+    body = trimmed(text.replace("\t", " "))  # a TAB typed in a claim is a space (UNSAFE_CHARACTERS)
     if len(body) > MAX_RAW_CHARS:
         reason = f"the claim text has {len(body)} characters; the limit is {MAX_STATEMENT}"
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, reason)

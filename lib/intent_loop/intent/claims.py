@@ -33,6 +33,25 @@ def has_line_break(text):
     return any(mark in text for mark in LINE_BREAKS)
 
 
+# Characters a statement or label may not hold on any entry path (typing, CLI, import, MCP): C0
+# controls but TAB (the typing paths turn a TAB into a space), DEL, C1 controls and the bidi
+# marks and overrides that reorder what a terminal, the model or a reviewer of the Guard file
+# would read. Line breaks are the one-line rule's (INVALID_STATEMENT), checked first.
+UNSAFE_CHARACTERS = frozenset([chr(c) for c in range(0x20) if c != 0x09] + ["\x7f"]
+                              + [chr(c) for c in range(0x80, 0xA0)]
+                              + ["\u061c", "\u200e", "\u200f"] + [chr(c) for c in range(0x202A, 0x202F)]
+                              + [chr(c) for c in range(0x2066, 0x206A)] + ["\u2028", "\u2029"])
+
+
+def check_characters(text, what="a claim statement"):
+    """INVALID_TEXT when `text` holds a control or bidi character (see UNSAFE_CHARACTERS)."""
+    bad = sorted({ch for ch in text if ch in UNSAFE_CHARACTERS})
+    if bad:
+        shown = ", ".join(f"U+{ord(ch):04X}" for ch in bad[:4])
+        raise IntentLoopError(ErrorCode.INVALID_TEXT,
+                              f"{what} may not hold control or bidi characters ({shown}); retype it without them")
+
+
 def _has_lone_surrogate(text):
     try:
         text.encode("utf-8")
@@ -53,6 +72,7 @@ def check_statement(statement):
         raise IntentLoopError(ErrorCode.INVALID_STATEMENT, (
             "a claim is one line (no line or paragraph separators); "
             "put each statement on its own `intent:` line or `claim add`"))
+    check_characters(statement)
     if _has_lone_surrogate(statement):
         raise IntentLoopError(ErrorCode.INVALID_TEXT,
                               "this line holds text that is not valid Unicode (a lone surrogate); retype it")

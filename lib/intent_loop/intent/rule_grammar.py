@@ -13,6 +13,22 @@ GUARD_WHITESPACE = (
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+# What JavaScript's String.prototype.trim() alone removes (ECMA-262 WhiteSpace and LineTerminator):
+# where Guard compares a trimmed value exactly (EFG_CONTRACT_PATH, its placeholder sentences).
+JS_TRIM = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+           "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
+# Written by `efg init`; Guard refuses a contract value equal to one of them (see guard/acceptance).
+INIT_PLACEHOLDERS = (
+    "Replace with the exact user-requested outcome.",
+    "Replace with the primary object being changed or delivered.",
+    "Replace with non-negotiable requirements.",
+)
+
+
+def js_trim(text):
+    return text.strip(JS_TRIM)
 
 # Rule name -> what to write instead. Keys are names folded by _squeeze (case, spaces, - and _
 # removed), so `Tools :`, `command prefix:` and `command_prefix:` all land here.

@@ -73,9 +73,10 @@ def label(value):
         return None
     if not isinstance(value, str) or len(value) > MAX_RAW_CHARS:
         raise invalid(f"label is one line of 1-{MAX_LABEL} characters")
-    text = trimmed(redacted(value))
+    text = trimmed(redacted(value.replace("\t", " ")))
     if not text or len(text) > MAX_LABEL or claims_mod.has_line_break(text):
         raise invalid(f"label is one line of 1-{MAX_LABEL} characters after redaction")
+    claims_mod.check_characters(text, "a task label")
     return text
 
 

@@ -11,7 +11,13 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.state_cache import materialize
 from intent_loop.ops import derived_copies
-from intent_loop.ops.ledger_rewrite import parse_events, plan_claim_deletion, plan_task_deletion, reseal
+from intent_loop.ops.ledger_rewrite import (
+    plan_claim_deletion,
+    plan_task_deletion,
+    rewrite_streamed,
+    scan_claim_deletion,
+    scan_task_deletion,
+)
 from intent_loop.storage.ledger import is_project_present, is_uuid
 from intent_loop.storage.transaction import Transaction
 
@@ -24,11 +30,18 @@ def _confirm(expected, confirm):
                               f'the confirmation must be exactly "{expected}"; nothing was deleted')
 
 
-def _rewrite(tx, old_events, new_events, *, dropped):
-    new_data, count, first = reseal(new_events, old_events)
-    tx.replace_ledger(new_data, expect_count=count)
+def _rewrite(tx, plan_run):
+    """Re-chain the ledger through `plan_run` (one request's run at a time), streamed: the old
+    ledger is read twice in chunks and the new one is written to a temp file, verified, then
+    renamed over it, so memory stays bounded at any size."""
+    size = tx.verified.size
+
+    def write(out_fd):
+        return rewrite_streamed(tx.fd, size, out_fd, plan_run)
+
+    count, first, dropped, rewritten = tx.replace_ledger_streamed(write)
     rechained = [first, count] if first is not None and first <= count else None
-    return {"rechained": rechained, "removed_events": dropped, "events_after": count}
+    return {"rechained": rechained, "removed_events": dropped, "events_after": count}, rewritten
 
 
 def _finish(paths, tx, old_state, *, task_id, whole_task, ids, statements, workspace, env):
@@ -56,9 +69,9 @@ def delete_task(paths, task_id, *, confirm, workspace=None, env=None, deadline):
             raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"no task {task_id} in this project; {_NO_TASK_HINT}")
         statements = {cid: r["claim"]["statement"] for cid, r in task["claims"].items()}
         ids = {task_id, *task["claims"]}
-        old_events = parse_events(tx.data)
-        new_events, dropped = plan_task_deletion(old_events, task_id)
-        result = _rewrite(tx, old_events, new_events, dropped=dropped)
+        referenced, dropped_ids = scan_task_deletion(tx.fd, tx.verified.size, task_id)
+        result, _rewritten = _rewrite(tx, lambda run: (*plan_task_deletion(run, task_id, referenced=referenced,
+                                                                           dropped_ids=dropped_ids), []))
         cleared, report = _finish(paths, tx, old_state, task_id=task_id, whole_task=True, ids=ids,
                                   statements=statements, workspace=workspace, env=env)
     return {"ok": True, "deleted": "task", "task_id": task_id, "claims_deleted": len(statements),
@@ -78,9 +91,8 @@ def delete_claim(paths, claim_id, *, confirm, workspace=None, env=None, deadline
             raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND,
                                   f"no claim {claim_id} in this project; `intent-loop show --all` lists them")
         statement = owner["claims"][claim_id]["claim"]["statement"]
-        old_events = parse_events(tx.data)
-        new_events, dropped, rewritten = plan_claim_deletion(old_events, claim_id)
-        result = _rewrite(tx, old_events, new_events, dropped=dropped)
+        dropped_ids = scan_claim_deletion(tx.fd, tx.verified.size, claim_id)
+        result, rewritten = _rewrite(tx, lambda run: plan_claim_deletion(run, claim_id, dropped_ids=dropped_ids))
         cleared, report = _finish(paths, tx, old_state, task_id=owner["task_id"], whole_task=False,
                                   ids={claim_id}, statements={claim_id: statement}, workspace=workspace, env=env)
     return {"ok": True, "deleted": "claim", "claim_id": claim_id, "task_id": owner["task_id"], **result,

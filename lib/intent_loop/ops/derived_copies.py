@@ -46,6 +46,24 @@ def _clear_cache(paths):
     return cleared
 
 
+def _needles_in(path, needles, *, chunk=1 << 20):
+    """The needles that occur in the regular file `path` (None for anything else), read in chunks
+    that overlap by the longest needle, so the ledger is never held in memory whole."""
+    if not os.path.isfile(path) or os.path.islink(path):
+        return None
+    overlap = max((len(n) for n in needles), default=1) - 1
+    found, tail = set(), b""
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(chunk)
+            if not block:
+                break
+            window = tail + block
+            found.update(n for n in needles if n not in found and n in window)
+            tail = window[-overlap:] if overlap > 0 else b""
+    return found
+
+
 def _file_bytes(path):
     st = os.lstat(path)
     if not os.path.isfile(path) or os.path.islink(path):
@@ -153,17 +171,17 @@ def scan(paths, *, ids, statements, live_state):
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
             try:
-                data = _file_bytes(path)
+                found = _needles_in(path, [n for _w, n in needles] + list(shared_claims.values()))
             except OSError:
-                data = None
-            if data is None:
+                found = None
+            if found is None:
                 continue
             rel = _rel(paths, path)
             for (kind, what), needle in needles:
-                if needle in data:
+                if needle in found:
                     hits.append({"file": rel, "kind": kind, ("id" if kind == "id" else "claim_id"): what})
             for cid, needle in shared_claims.items():
-                if needle in data:
+                if needle in found:
                     shared.setdefault(cid, []).append(rel)
     shared_text = [{"claim_id": cid, "files": files,
                     "why": "the same statement is still held by another live claim or candidate"}

@@ -16,7 +16,7 @@ claim never supersedes one that is valid later than itself), legal role/status/c
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.redact import redact
-from intent_loop.storage.canonical import loads
+from intent_loop.storage.bulk_verify import loads  # orjson, the stdlib where orjson refuses; never RecursionError
 from intent_loop.storage.timestamps import utc_sort_key
 
 FORMAT = "intent-loop-graph"
@@ -88,9 +88,11 @@ def _check_task(check, task):
         check.add("task.task_id", "must be an opaque id of 1-200 printable characters")
     label = task.get("label")
     if label is not None:
-        if not isinstance(label, str) or not label.strip() or "\n" in label or "\r" in label \
+        if not isinstance(label, str) or not label.strip() or claims_mod.has_line_break(label) \
                 or len(redact(label)) > MAX_LABEL:
             check.add("task.label", f"must be null or one line of 1-{MAX_LABEL} characters")
+        elif any(ch in claims_mod.UNSAFE_CHARACTERS for ch in label):
+            check.add("task.label", "must not hold control or bidi characters")
     if task.get("mode") not in ("on", "off", "private"):
         check.add("task.mode", "must be on, off or private")
     if utc_sort_key(task.get("created_at")) is None:

@@ -18,28 +18,15 @@ Claim deletion:
 In every case a dropped first event of a request hands its request fingerprint to the next kept
 event of the same request, so an exact retry is still deduplicated. Ids of dropped events are also
 removed from `contract_published.source_message_refs`.
+
+The rewrite streams (`iter_runs`, `rewrite_streamed`): the plans see one request's run at a time,
+with the two inputs that need the whole ledger (surviving references to candidates, the ids of
+every dropped event) collected by a first pass, so a deletion's memory does not grow with history.
 """
-from intent_loop.storage.canonical import loads
+from intent_loop.storage import fast_os
+from intent_loop.storage.canonical import canonical_bytes, sha256_hex
 from intent_loop.storage.ledger import new_uuid4
-from intent_loop.storage.sealing import chain, recount_requests
-
-
-def parse_events(data):
-    return [loads(line) for line in data.split(b"\n") if line]
-
-
-def reseal(events, old_events):
-    """Re-chain `events`; returns (bytes, count, first line that differs from the old ledger or None)."""
-    old_hashes = [event["event_hash"] for event in old_events]
-    events = recount_requests(list(events))  # a request that lost events states its new length
-    out, prev, first_changed = [], None, None
-    for index, event in enumerate(events):
-        event, line = chain(event, prev_hash=prev)
-        if first_changed is None and (index >= len(old_hashes) or old_hashes[index] != event["event_hash"]):
-            first_changed = index + 1
-        prev = event["event_hash"]
-        out.append(line)
-    return b"".join(out), len(events), first_changed
+from intent_loop.storage.sealing import recount_requests
 
 
 def _hand_over_fingerprints(events, keep):
@@ -66,21 +53,31 @@ def _scrub_refs(events, dropped_event_ids):
                                         source_message_refs=[r for r in refs if r not in dropped_event_ids])
 
 
-def plan_task_deletion(events, task_id):
-    """(new events, dropped count) without every event of `task_id`."""
+def plan_task_deletion(events, task_id, *, referenced=None, dropped_ids=None):
+    """(new events, dropped count) without every event of `task_id`.
+
+    `events` may be one request's run of a streamed ledger: then `referenced` (candidate ids that
+    surviving events name) and `dropped_ids` (every dropped event id) come from a first pass over
+    the whole ledger (`scan_task_deletion`)."""
     keep = [e["task_id"] != task_id for e in events]
-    referenced = {e["payload"].get("candidate_id") for e, k in zip(events, keep, strict=True)
-                  if k and e["event_type"] in ("candidate_confirmed", "candidate_dismissed")}
+    if referenced is None:
+        referenced = _referenced_candidates(events, task_id)
     for index, event in enumerate(events):
         if event["event_type"] == "candidate_added" and event["task_id"] == task_id \
                 and event["payload"].get("candidate_id") in referenced:
             event["task_id"] = None  # the candidate outlives the task it was first seen in
             keep[index] = True
     _hand_over_fingerprints(events, keep)
-    dropped_ids = {e["event_id"] for e, k in zip(events, keep, strict=True) if not k}
+    if dropped_ids is None:
+        dropped_ids = {e["event_id"] for e, k in zip(events, keep, strict=True) if not k}
     kept = [e for e, k in zip(events, keep, strict=True) if k]
     _scrub_refs(kept, dropped_ids)
     return kept, len(events) - len(kept)
+
+
+def _referenced_candidates(events, task_id):
+    return {e["payload"].get("candidate_id") for e in events
+            if e["task_id"] != task_id and e["event_type"] in ("candidate_confirmed", "candidate_dismissed")}
 
 
 def _without(ids, claim_id):
@@ -93,8 +90,11 @@ def _strip_supersedes(claim, claim_id):
     return claim
 
 
-def plan_claim_deletion(events, claim_id):
-    """(new events, dropped count, rewritten events [type changes]) without the claim."""
+def plan_claim_deletion(events, claim_id, *, dropped_ids=None):
+    """(new events, dropped count, rewritten events [type changes]) without the claim.
+
+    On one request's run of a streamed ledger, `dropped_ids` (every dropped event id of the whole
+    ledger) comes from a first pass (`scan_claim_deletion`)."""
     out, keep, rewritten = [], [], []
     for event in events:
         etype, payload = event["event_type"], event["payload"]
@@ -144,7 +144,119 @@ def plan_claim_deletion(events, claim_id):
         out.append(dict(event, payload=payload) if payload is not event["payload"] else event)
         keep.append(True)
     _hand_over_fingerprints(out, keep)
-    dropped_ids = {e["event_id"] for e, k in zip(out, keep, strict=True) if not k}
+    dropped_here = {e["event_id"] for e, k in zip(out, keep, strict=True) if not k}
     kept = [e for e, k in zip(out, keep, strict=True) if k]
-    _scrub_refs(kept, dropped_ids)
-    return kept, len(dropped_ids), rewritten
+    _scrub_refs(kept, dropped_here if dropped_ids is None else dropped_ids)
+    return kept, len(dropped_here), rewritten
+
+
+# -- the streamed rewrite: bounded memory at any ledger size ------------------------------------------
+# The plans above work on lists. A streamed deletion feeds them one request's run (consecutive
+# events with one request id) at a time: every rule is local to a run except two, whose inputs a
+# first pass over the ledger collects (the candidates that surviving events name, and the ids of
+# every dropped event, which publications lose from their source_message_refs).
+
+def iter_runs(fd, size):
+    """Lists of consecutive events with one request id, parsed from the open ledger's [0, size)."""
+    from intent_loop.storage.bulk_verify import iter_lines
+    from intent_loop.storage.bulk_verify import loads as fast_loads
+
+    def lines():
+        after = 0
+        for offset, line in iter_lines(fd, 0, size):
+            after = offset + len(line) + 1
+            yield line
+        if after < size:  # a verified last line without its LF (Verified.missing_lf)
+            yield fast_os.pread(fd, size - after, after)
+
+    run = []
+    for line in lines():
+        event = fast_loads(line)
+        if run and event["request_id"] != run[0]["request_id"]:
+            yield run
+            run = []
+        run.append(event)
+    if run:
+        yield run
+
+
+def scan_task_deletion(fd, size, task_id):
+    """First pass: (candidate ids that surviving events name, ids of every event that goes)."""
+    referenced, candidates_of_task, task_events = set(), {}, []
+    for run in iter_runs(fd, size):
+        referenced |= _referenced_candidates(run, task_id)
+        for event in run:
+            if event["task_id"] == task_id:
+                task_events.append(event["event_id"])
+                if event["event_type"] == "candidate_added":
+                    candidates_of_task[event["event_id"]] = event["payload"].get("candidate_id")
+    dropped = {i for i in task_events if candidates_of_task.get(i, _NONE) not in referenced}
+    return referenced, dropped
+
+
+_NONE = object()
+
+
+def scan_claim_deletion(fd, size, claim_id):
+    """First pass: the ids of every event that goes."""
+    dropped = set()
+    for run in iter_runs(fd, size):
+        ids = {e["event_id"] for e in run}
+        kept, _count, _rewritten = plan_claim_deletion(run, claim_id, dropped_ids=set())
+        dropped |= ids - {e["event_id"] for e in kept}
+    return dropped
+
+
+def chain_once(event, prev_hash):
+    """(event_hash, line with LF): what `sealing.chain` gives, with one canonical serialisation
+    instead of two. The hash covers the event without event_hash; in canonical order that field
+    sits right after the actor, so the line is the hashed body with the field put in there.
+    (tests/test_streaming_and_upkeep.py checks it against sealing.chain.)"""
+    body = dict(event, prev_hash=prev_hash)
+    body.pop("event_hash", None)
+    data = canonical_bytes(body)
+    digest = sha256_hex(data)
+    at = 12 + len(body["actor"])  # after '{"actor":"' + actor + '",' (actors are plain ASCII words)
+    return digest, data[:at] + b'"event_hash":"' + digest.encode() + b'",' + data[at:] + b"\n"
+
+
+def rewrite_streamed(fd, size, out_fd, plan_run):
+    """Second pass: write the re-chained ledger to `out_fd`, one request's run at a time.
+
+    `plan_run(run)` returns (kept events, dropped count, rewritten entries). Returns (count,
+    first changed line or None, dropped, rewritten). Runs that meet again once what divided them
+    is dropped are recounted together, as `reseal` would."""
+    from intent_loop.storage.atomic import write_all
+
+    old_hashes = []
+    state = {"prev": None, "index": 0, "first": None}
+    dropped_total, rewritten_total, pending = 0, [], []
+
+    buffered = []
+
+    def flush():
+        for event in recount_requests(pending):
+            digest, line = chain_once(event, state["prev"])
+            index = state["index"]
+            if state["first"] is None and (index >= len(old_hashes) or old_hashes[index] != digest):
+                state["first"] = index + 1
+            state["prev"], state["index"] = digest, index + 1
+            buffered.append(line)
+        pending.clear()
+        if len(buffered) >= 1024:
+            write_all(out_fd, b"".join(buffered))
+            buffered.clear()
+
+    for run in iter_runs(fd, size):
+        old_hashes.extend(e["event_hash"] for e in run)
+        kept, dropped, rewritten = plan_run(run)
+        dropped_total += dropped
+        rewritten_total.extend(rewritten)
+        if not kept:
+            continue
+        if pending and pending[-1]["request_id"] != kept[0]["request_id"]:
+            flush()
+        pending.extend(kept)
+    flush()
+    write_all(out_fd, b"".join(buffered))
+    return state["index"], state["first"], dropped_total, rewritten_total

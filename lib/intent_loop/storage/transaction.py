@@ -78,6 +78,9 @@ class Transaction:
     def _prepare(self):
         self.lock.clean_residue()
         _remove_orphan_temps(self.paths)
+        from intent_loop.storage.chain_marker import raise_if_marked
+
+        raise_if_marked(self.paths)  # the daily scrub found the chain broken: no write until recover
         self.fd, st = open_ledger(self.paths)
         if self._resume is not None:
             cached = checkpoint.Cached(self._resume, identity=None)
@@ -207,6 +210,61 @@ class Transaction:
         self.index_end = None  # offsets moved: the request index revalidates itself
         self.verified = fresh
         self._save_cache()
+
+
+    def replace_ledger_streamed(self, write, *, on_progress=None):
+        """Rewrite the whole ledger without holding it in memory (deletion at any size).
+
+        `write(out_fd)` writes the new ledger into a temp file beside it and returns the number of
+        events written; the temp file is synced, verified in full by the streaming verifier, and
+        only then renamed over the ledger (the seed's replace protocol). Returns what `write`
+        returned."""
+        from intent_loop.storage import platform
+        from intent_loop.storage.atomic import temp_name_for
+        from intent_loop.storage.bulk_verify import fold_stream
+
+        temp = temp_name_for(self.paths.ledger)
+        try:
+            out = fast_os.open(temp, fast_os.O_RDWR | fast_os.O_CREAT | fast_os.O_EXCL | fast_os.O_NOFOLLOW, 0o600)
+            try:
+                result = write(out)
+                platform.fsync_file(out)
+                fresh = empty_verified(self.reducer)
+                fold_stream(out, fresh, self.reducer, project_id=self.paths.project_id,
+                            end=fast_os.fstat(out).st_size, on_progress=on_progress)
+            finally:
+                fast_os.close(out)
+            count = result[0] if isinstance(result, tuple) else result
+            if fresh.count != count or fresh.torn_tail:
+                raise IntentLoopError(ErrorCode.INVALID_EVENT,
+                                      "the rewritten ledger did not verify; nothing was replaced")
+            self.check_deadline()
+            fast_os.replace(temp, self.paths.ledger)
+        except OSError as exc:
+            _unlink_quietly(temp)
+            raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not rewrite the ledger: {exc.strerror or exc}; "
+                                  "it is unchanged") from exc
+        except BaseException:
+            _unlink_quietly(temp)
+            raise
+        self._reopen()
+        self.index_end = None  # offsets moved: the request index revalidates itself
+        self.verified = fresh
+        self._save_cache()
+        try:
+            platform.fsync_directory(fast_os.path.dirname(self.paths.ledger))
+        except OSError as exc:
+            raise IntentLoopError(ErrorCode.DURABILITY_UNCERTAIN,
+                                  f"the ledger was rewritten but the directory sync failed ({exc.strerror}); "
+                                  "the change is visible") from exc
+        return result
+
+
+def _unlink_quietly(path):
+    try:
+        fast_os.unlink(path)
+    except OSError:
+        pass
 
 
 def replace_atomically(path, data, **kwargs):
