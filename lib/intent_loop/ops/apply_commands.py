@@ -6,7 +6,7 @@ from intent_loop.guard import provider
 from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import verb_for_claim
-from intent_loop.intent.claims import short_id
+from intent_loop.intent.claims import short_id, split_prefix
 from intent_loop.intent.prompt_commands import Rejection
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 from intent_loop.intent.state import REDUCER
@@ -186,6 +186,23 @@ class _Runner:
                                  source_ref=self.source_ref)
         tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
         self.receipt.lines.append(f"line {command.line}: replaced [{old_id[:8]}] with [{short_id(claim['claim_id'])}]")
+
+    def _approve(self, command):
+        """Grant a pending `ask:` rule: one replacement by an `allow:` claim of the same rule, in force for
+        the rest of the task (Guard: requires_user -> allowed from the version this prompt publishes)."""
+        task = self._linked_task()
+        old_id = tasks.resolve_claim(task, command.arg)
+        prefix, rule = split_prefix(task["claims"][old_id]["claim"]["statement"])
+        if prefix != "ask":
+            raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"[{old_id[:8]}] is not an `ask:` claim; "
+                                                              "`intent: approve` grants only a pending ask")
+        facet, scope, statement = build_claim("allow", rule)
+        claim = tasks.user_claim(self.plan, statement=statement, facets=[facet], scope=scope,
+                                 source_ref=self.source_ref)
+        tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
+        self.receipt.lines.append(
+            f"line {command.line}: approved [{old_id[:8]}] as `allow: {rule}` [{short_id(claim['claim_id'])}] for the "
+            f"rest of this task, from the Guard contract version this prompt publishes; undo: `intent: ask {rule}`")
 
     def _private(self, command):
         task_id = self.task_id
