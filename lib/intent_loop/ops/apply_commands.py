@@ -76,8 +76,7 @@ class _Runner:
         return tasks.derived_task_id(self.paths.project_id, f"{self.request_id}#{self.started}")
 
     def _is_private(self):
-        task = self.plan.state["tasks"].get(self.task_id)
-        return self.control is not None or (task is not None and task["mode"] == "private")
+        return private_mode.is_private_here(self.paths, self.session_hash, self.plan.state["tasks"].get(self.task_id))
 
     def _claim(self, command):
         if self._is_private():
@@ -286,9 +285,12 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
 
     if not runnable:
         return receipt
+    def on_replay(tx, _mutation):  # a retry finishes what a crash after the events left undone
+        private_mode.repair_after_retry(paths, session_hash, tx.state)
+
     mutation = mutate(paths, REDUCER, request_id=request_id, operation="commands",
                       params={"session": session_hash, "commands": normalized(runnable)},
-                      plan=plan, deadline=deadline, after_commit=after_commit, resume=resume)
+                      plan=plan, deadline=deadline, after_commit=after_commit, resume=resume, on_replay=on_replay)
     if mutation.replayed:
         receipt.replayed = True
         receipt.events = mutation.events
@@ -299,7 +301,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
 def _finish(receipt, state, session_hash, paths):
     receipt.task_id = state["sessions"].get(session_hash)
     task = state["tasks"].get(receipt.task_id)
-    if private_mode.read_control(paths, session_hash) is not None or (task and task["mode"] == "private"):
+    if private_mode.is_private_here(paths, session_hash, task):
         receipt.notice = PRIVATE_NOTICE
     elif task is not None and task["mode"] == "off":
         receipt.notice = OFF_NOTICE
