@@ -468,3 +468,23 @@ def test_status_says_which_version_guard_still_enforces_and_why(tmp_path):
     assert status["guard_not_updated"]["reason"].startswith("Guard still enforces v1: the contract would be")
     rc, out, _err = cli("status")
     assert "not updated (CONTRACT_TOO_LARGE): Guard still enforces v1" in out
+
+
+def test_approve_turns_a_pending_ask_into_an_allow_in_one_new_version(project, workspace):
+    run(project, workspace, "intent: goal ship it\nintent: ask action:network")
+    ask_id = next(cid for cid, r in linked(project)["claims"].items() if r["claim"]["statement"].startswith("ask:"))
+    assert read_doc(workspace)["projection"]["authorization"]["requires_user"] == ["action:network"]
+    receipt = run(project, workspace, f"intent: approve {ask_id[:8]}")
+    line = next(text for text in receipt.lines if "approved" in text)
+    assert "`allow: action:network`" in line and "undo: `intent: ask action:network`" in line
+    auth = read_doc(workspace)["projection"]["authorization"]
+    assert auth["allowed"] == ["action:network"] and auth["requires_user"] == []
+    assert [p["contract_version"] for p in publications(project)] == [1, 2]
+    assert linked(project)["claims"][ask_id]["state"] == "superseded"
+
+
+def test_approve_on_any_other_claim_is_invalid_argument(project, workspace):
+    run(project, workspace, "intent: goal ship it")
+    goal_id = next(iter(linked(project)["claims"]))
+    receipt = run(project, workspace, f"intent: approve {goal_id[:8]}")
+    assert [code for _line, _verb, code, _reason in receipt.rejected] == ["INVALID_ARGUMENT"]

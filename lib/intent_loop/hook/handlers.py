@@ -165,9 +165,9 @@ def _source(kind, opaque_id, text):
 
 
 def _is_recording(ctx, task):
-    from intent_loop.intent.private_mode import read_control
+    from intent_loop.intent.private_mode import is_private_here
 
-    return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
+    return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
 
 
 # -- SessionStart --------------------------------------------------------------------------
@@ -291,10 +291,10 @@ def _is_still_recording(ctx, state, task_id):
     """Re-checked under the lock: the task may have been turned off, made private or deleted
     between the hook's lock-free read and its deferred write. A session that has moved on to
     another task meanwhile still gets this observation recorded under the task it was made in."""
-    from intent_loop.intent.private_mode import read_control
+    from intent_loop.intent.private_mode import is_private_here
 
     task = state["tasks"].get(task_id)
-    return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
+    return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
 
 
 def _run_prompt_commands(payload, runtime, prompt):
