@@ -78,7 +78,10 @@ class ProjectLock:
         try:
             self._wait_and_install(prepared)
         except BaseException:
-            self._abandon(prepared)
+            if self._installed:  # installed, then interrupted (a signal while the keepalive starts): ours to give back
+                self.release()
+            else:
+                self._abandon(prepared)
             raise
 
     def _wait_and_install(self, prepared):
