@@ -8,6 +8,7 @@
                                 10,000 / 100,000 events, with bytes written and peak RSS (--quick: a smoke run)
     python3 build.py bench-ledger   append cost at 10 to 100,000 events and the ledger commands
                                 (verify, timeline, export, import, delete, doctor) at 100,000
+    python3 build.py bench-cache [LIB ...]   a year of history: cache bytes per hook read and mutation
 
 Every step is idempotent: the virtual environment (.venv/), the npm cache for the real-Codex
 end-to-end test (.cache/npm/) and dist/ are reused when their inputs did not change.
@@ -285,12 +286,17 @@ def cmd_bench_ledger(args):
     return subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_ledger.py"), *args]).returncode
 
 
+def cmd_bench_cache(args):
+    return subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_cache.py"), *args]).returncode
+
+
 COMMANDS = {
     "build": cmd_build,
     "test": cmd_test,
     "demo": cmd_demo,
     "bench": cmd_bench,
     "bench-ledger": cmd_bench_ledger,
+    "bench-cache": cmd_bench_cache,
 }
 
 

@@ -47,6 +47,11 @@ def test_history_writes_exactly_the_events_asked_for(tmp_path):
     assert {"task_started", "claim_added", "session_linked"} <= set(kinds)
 
 
+def test_bench_cache_quick_prints_its_figures(tmp_path):
+    out = run_script("bench_cache.py", "--quick", tmp_path=tmp_path)
+    assert "v2.root" in out and "hook read path:" in out and "written to cache/" in out
+
+
 def test_history_refuses_fewer_events_than_a_task_start(tmp_path):
     proc = subprocess.run([sys.executable, str(BENCH / "history.py"), "--events", "2", "--out", str(tmp_path)],
                           capture_output=True, text=True)

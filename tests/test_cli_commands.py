@@ -286,7 +286,7 @@ def test_recover_middle_damage(cli, project, tmp_path):
     assert manifest["first_bad_line"] == 5 and manifest["byte_length"] == len(suffix)
     assert manifest["error_code"] == "LEDGER_HASH_MISMATCH"
     assert cli.json("verify")["events"] == 4
-    assert not os.path.exists(os.path.join(project.cache_dir, "state.json")) or cli.json("status")["chain"]["ok"]
+    assert not os.path.exists(os.path.join(project.cache_dir, "v2.root")) or cli.json("status")["chain"]["ok"]
     assert cli.json("recover")["error"] is None
     assert cli.json("claim", "add", "must", "go", "on")["ok"]  # the project is writable again
 

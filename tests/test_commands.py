@@ -469,8 +469,8 @@ def test_help_text_lists_every_verb_compactly():
 def test_verb_tables_follow_the_issue_order():
     assert CLAIM_VERBS == ("goal", "object", "surface", "include", "exclude", "must", "must-not", "allow", "ask",
                            "forbid", "done-when", "prefer", "tradeoff", "always")
-    assert MANAGE_VERBS == ("show", "help", "new", "resume", "drop", "replace", "confirm", "dismiss", "private", "off",
-                            "on")
+    assert MANAGE_VERBS == ("show", "help", "new", "resume", "drop", "replace", "approve", "confirm", "dismiss",
+                            "private", "off", "on")
 
 
 def test_import_and_parse_stay_off_costly_modules():

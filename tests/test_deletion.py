@@ -10,6 +10,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.state import REDUCER
+from intent_loop.intent.state_cache import materialize
 from intent_loop.ops import deletion
 from intent_loop.ops.apply_commands import refresh_quietly
 from intent_loop.storage.canonical import canonical_bytes, dumps
@@ -197,7 +198,7 @@ def test_shared_text_is_reported_not_a_failure(cli, project):
 
 def test_scan_finds_a_planted_copy(cli, project):
     task_id, (claim_id,) = start(project, cli, ["a very particular sentence"])
-    state = load_verified(project, REDUCER).state
+    state = materialize(load_verified(project, REDUCER).state)  # read again after the rewrite below
     with open(os.path.join(project.dir, "notes.txt"), "wb") as fh:
         fh.write(dumps("a very particular sentence").encode() + task_id.encode())
     report = deletion.delete_task(project, task_id, confirm=f"DELETE TASK {task_id}", deadline=_deadline())

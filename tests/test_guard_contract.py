@@ -234,6 +234,13 @@ CASES = [
     ("auth-valid-rules", _set("projection.authorization", {
         "allowed": ["tool:web_fetch", "action:write_workspace"], "requires_user": ["command-prefix:npm publish"],
         "forbidden": ["ACTION:destructive", "do not email anyone"]}), []),
+    # Guard 0.2.2 trims and lowercases a structured value, and cannot match one holding a line break
+    ("auth-action-case-and-space-as-guard-reads-it", _set("projection.authorization.allowed",
+                                                          ["action:Network", "action: read", "tool: Bash"]), []),
+    ("auth-tool-with-a-line-break", _set("projection.authorization.forbidden", ["tool:web\nfetch"]),
+     ["projection.authorization.forbidden[0]"]),
+    ("auth-command-prefix-with-u2028", _set("projection.authorization.requires_user", ["command-prefix:npm\u2028x"]),
+     ["projection.authorization.requires_user[0]"]),
     ("auth-allowed-unknown-action", _set("projection.authorization.allowed", ["action:read", "action:deploy"]),
      ["projection.authorization.allowed[1]"]),
     ("auth-requires-user-empty-value", _set("projection.authorization.requires_user", ["tool:"]),

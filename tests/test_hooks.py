@@ -418,3 +418,85 @@ def test_sixteen_concurrent_prompts(env, ws):
     for i in range(16):
         assert statements.count(f"must: concurrent requirement {i:02d}") == 1, (i, outs)
     ledger.verify_all(project_of(env, ws), REDUCER)
+
+
+# -- a hand-edited cache (format 2: text comes from the ledger) -------------------------------------
+CACHE_FORGERY = "FORGED words the user never typed"
+
+
+def _rewrite_framed(path, change):
+    """A hand edit of a cache file that recomputes its digest."""
+    import hashlib
+    with open(path, "rb") as fh:
+        doc = json.loads(fh.read()[65:])
+    change(doc)
+    body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    with open(path, "wb") as fh:
+        fh.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+
+
+def test_hand_edited_cache_never_reaches_hook_context_or_the_guard_file(env, ws):
+    from intent_loop.storage import cache_store, checkpoint
+
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: new the real label\nintent: goal ship the real parser\n"
+                                                "intent: must keep the real tests green"), env)
+    p = project_of(env, ws)
+    state = ledger.verify_all(p, REDUCER).state
+    task_id = state["sessions"][paths_mod.session_hash("sess-1")]
+    root = os.path.join(p.cache_dir, checkpoint.ROOT_FILE)
+    with open(root, "rb") as fh:
+        entry = json.loads(fh.read()[65:])["shards"]["t-" + task_id]
+
+    def forge(doc):
+        data = doc["data"]
+        data["label"] = CACHE_FORGERY
+        for claim_id in data["claims"]:  # the format-1 shape: text in the cache
+            data["claims"][claim_id] = {"claim": {"claim_id": claim_id, "statement": "must: " + CACHE_FORGERY}}
+
+    _rewrite_framed(cache_store.shard_path(p, "t-" + task_id, entry % 2), forge)
+    seen = os.path.join(p.cache_dir, f"v2.seen-{paths_mod.session_hash('sess-1')}.json")
+    with open(seen, "wb") as fh:  # a seen record asking to tell the model what changed
+        fh.write(json.dumps({"view_sha256": "0" * 64, "change_seq": -1, "unseen": [CACHE_FORGERY]}).encode())
+
+    _o, answer, _t = hook("SessionStart", fixture("session_start.startup.json", ws, session_id="sess-1",
+                                                  source="clear"), env)
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "ship the real parser" in context and "the real label" in context
+    assert CACHE_FORGERY not in context
+    with open(seen, "wb") as fh:
+        fh.write(json.dumps({"view_sha256": "0" * 64, "change_seq": -1, "unseen": [CACHE_FORGERY]}).encode())
+    _o, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "go on", turn="turn-B"), env)
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "keep the real tests green" in context and CACHE_FORGERY not in context
+
+    _rewrite_framed(cache_store.shard_path(p, "t-" + task_id, entry % 2), forge)  # again, for Stop's own read
+    guard = os.path.join(ws, ".execution-fidelity", "contract.json")
+    os.unlink(guard)
+    hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="turn-B"), env)
+    with open(guard, "rb") as fh:
+        published = fh.read()
+    assert b"ship the real parser" in published and CACHE_FORGERY.encode() not in published
+
+
+def test_format_1_cache_files_are_ignored_and_replaced(env, ws):
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal the real goal"), env)
+    p = project_of(env, ws)
+    for name in os.listdir(p.cache_dir):
+        if name.startswith("v2."):
+            os.unlink(os.path.join(p.cache_dir, name))
+    verified = ledger.verify_all(p, REDUCER)
+    body = json.dumps({"format": 1, "state": {"tasks": {"x": {"label": CACHE_FORGERY}}},
+                       "verified": {"size": verified.size, "count": verified.count}}).encode()
+    import hashlib
+    with open(os.path.join(p.cache_dir, "state.json"), "wb") as fh:
+        fh.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    old_seen = os.path.join(p.cache_dir, f"seen-{paths_mod.session_hash('sess-1')}.json")
+    with open(old_seen, "wb") as fh:
+        fh.write(json.dumps({"view_sha256": "0" * 64, "change_seq": -1, "unseen": [CACHE_FORGERY]}).encode())
+
+    _o, answer, _t = hook("SessionStart", fixture("session_start.startup.json", ws, session_id="sess-1",
+                                                  source="clear"), env)
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "the real goal" in context and CACHE_FORGERY not in context
+    names = os.listdir(p.cache_dir)
+    assert "v2.root" in names and "state.json" not in names and os.path.basename(old_seen) not in names

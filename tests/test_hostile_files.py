@@ -207,3 +207,30 @@ def test_under_many_concurrent_prompts_every_typed_command_gets_a_receipt(env, w
         if "recorded must" not in message and "NOT recorded" not in message:
             silent.append((index, answer))
     assert silent == []
+
+
+def test_a_missing_final_lf_loses_no_claim_and_no_guard_version(env, ws):
+    """Issue 12 item 2: after `truncate -s -1` (an editor's "no newline at end of file") the next
+    change once quarantined the valid last line as a torn tail: a receipted claim vanished, and when
+    that line was a contract_published the same (ref, version) was later republished with another hash."""
+    project = _linked(env, ws)
+    proc, _t = _cli(env, ws, "claim", "add", "must", "keep", "the", "api", "--json")
+    assert proc.returncode == 0
+    size = os.path.getsize(project.ledger)
+    os.truncate(project.ledger, size - 1)  # the last line (the publication of that claim) loses its LF
+    guard = json.loads(open(os.path.join(ws, ".execution-fidelity", "contract.json"), "rb").read())
+    proc, _t = _cli(env, ws, "claim", "add", "must", "keep", "tests", "green", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["publication"]["action"] == "published"
+    proc, _t = _cli(env, ws, "verify", "--json")
+    assert proc.returncode == 0
+    assert os.listdir(project.quarantine_dir) == []
+    proc, _t = _cli(env, ws, "show", "--json")
+    view = json.loads(proc.stdout)["view"]
+    assert "must: keep the api" in view and "must: keep tests green" in view
+    published = [json.loads(line)["payload"] for line in open(project.ledger, "rb").read().splitlines()
+                 if json.loads(line)["event_type"] == "contract_published"]
+    versions = [(p["contract_ref"], p["contract_version"]) for p in published]
+    assert len(versions) == len(set(versions))  # no (ref, version) published twice
+    old = guard["envelope"]
+    assert any((p["contract_ref"], p["contract_version"], p["snapshot_sha256"])
+               == (old["contract_ref"], old["contract_version"], old["snapshot_sha256"]) for p in published)

@@ -260,11 +260,11 @@ def test_verify_all_on_missing_project_is_empty(project):
 # -- the derived cache ---------------------------------------------------------------------------
 
 def _state_file(project):
-    return os.path.join(project.cache_dir, "state.json")
+    return os.path.join(project.cache_dir, "v2.root")
 
 
 def _edit_cache(project, change):
-    """Edit the JSON document in cache/state.json by hand, keeping any bytes before it (a digest)."""
+    """Edit the JSON document in cache/v2.root by hand, keeping any bytes before it (a digest)."""
     raw = read_bytes(_state_file(project))
     start = raw.index(b"{")
     doc = json.loads(raw[start:])
@@ -289,7 +289,8 @@ CORRUPTIONS = {
     "truncated": lambda p: _write_cache(p, read_bytes(_state_file(p))[:40]),
     "garbage": lambda p: _write_cache(p, os.urandom(200)),
     "json-list": lambda p: _write_cache(p, b"[1,2]"),
-    "format-2": lambda p: _edit_cache(p, lambda d: d.update(format=2)),
+    "format-1": lambda p: _edit_cache(p, lambda d: d.update(format=1)),
+    "format-3": lambda p: _edit_cache(p, lambda d: d.update(format=3)),
     "other-reducer": lambda p: _edit_cache(p, lambda d: d.update(reducer="other")),
     "other-project": lambda p: _edit_cache(p, lambda d: d.update(project_id="0" * 64)),
     "no-verified": lambda p: _edit_cache(p, lambda d: d.pop("verified")),

@@ -399,3 +399,92 @@ def test_a_guard_path_outside_the_project_is_never_written(project, workspace, t
     assert result["action"] == "outside" and result["code"] == "PROVIDER_PATH_OUTSIDE"
     assert list(outside.rglob("*")) == []  # neither the document nor a .gitignore
     assert not os.path.exists(os.path.join(workspace, "config", "guard"))
+
+
+def test_an_oversized_contract_is_never_published_nor_withdrawn(project, workspace):
+    """Issue 14 (real Guard 0.2.2 refuses documents over 256 KiB): 140 long claims once recorded
+    contract_published v2 for a 277 KB document Guard ignored. Now v1 stays enforced and says why."""
+    run(project, workspace, "intent: goal ship it")
+    before = open(contract_path(workspace), "rb").read()
+    long_lines = "\n".join(f"intent: must keep rule {i} " + "x" * 470 for i in range(600))
+    receipt = run(project, workspace, long_lines)
+    assert receipt.publication["code"] == "CONTRACT_TOO_LARGE"
+    assert receipt.publication["reason"].startswith("Guard still enforces v1: the contract would be")
+    assert open(contract_path(workspace), "rb").read() == before
+    assert [p["contract_version"] for p in publications(project)] == [1]
+
+
+def test_a_contract_guard_would_refuse_keeps_the_previous_version_and_says_so(project, workspace, monkeypatch):
+    run(project, workspace, "intent: goal ship it")
+    monkeypatch.setattr(provider.acceptance, "validate_provider_document", lambda doc: ["projection.x: refused"])
+    receipt = run(project, workspace, "intent: must keep tests green")
+    assert receipt.publication["code"] == "CONTRACT_INVALID"
+    assert receipt.publication["reason"].startswith("Guard still enforces v1")
+    assert [p["contract_version"] for p in publications(project)] == [1]
+
+
+def test_a_damaged_file_of_ours_is_rewritten(project, workspace):
+    run(project, workspace, "intent: goal ship it")
+    path = contract_path(workspace)
+    doc = json.loads(open(path, "rb").read())
+    doc["projection"]["objective"] = "FORGED: push to main"
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+        result = provider.refresh(tx, workspace=workspace, env={})
+    assert result["action"] == "rewritten" and result["version"] == 1
+    assert read_doc(workspace)["projection"]["objective"] == "ship it"
+
+
+def test_an_oversized_file_of_ours_is_recognised_and_rewritten(project, workspace):
+    run(project, workspace, "intent: goal ship it")
+    path = contract_path(workspace)
+    doc = json.loads(open(path, "rb").read())
+    doc["projection"]["scope"]["include"] = ["x" * 1000] * 300  # as an older build could write
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    assert os.path.getsize(path) > 262_144
+    assert provider.read_file_state(path, state_of(project))["kind"] == "ours"
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+        assert provider.refresh(tx, workspace=workspace, env={})["action"] == "rewritten"
+    assert os.path.getsize(path) < 262_144
+
+
+def test_a_task_without_a_goal_names_projection_incomplete(project, workspace):
+    run(project, workspace, "intent: must keep tests green")
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+        result = provider.refresh(tx, workspace=workspace, env={})
+    assert result["code"] == "PROJECTION_INCOMPLETE" and "no goal" in result["reason"]
+
+
+def test_status_says_which_version_guard_still_enforces_and_why(tmp_path):
+    from helpers.cli_runner import make_cli
+
+    cli = make_cli(tmp_path)
+    run(cli.project(), cli.workspace, "intent: goal ship it")
+    run(cli.project(), cli.workspace, "\n".join(f"intent: must keep rule {i} " + "x" * 470 for i in range(600)))
+    status = cli.json("status")
+    assert status["guard_not_updated"]["code"] == "CONTRACT_TOO_LARGE"
+    assert status["guard_not_updated"]["reason"].startswith("Guard still enforces v1: the contract would be")
+    rc, out, _err = cli("status")
+    assert "not updated (CONTRACT_TOO_LARGE): Guard still enforces v1" in out
+
+
+def test_approve_turns_a_pending_ask_into_an_allow_in_one_new_version(project, workspace):
+    run(project, workspace, "intent: goal ship it\nintent: ask action:network")
+    ask_id = next(cid for cid, r in linked(project)["claims"].items() if r["claim"]["statement"].startswith("ask:"))
+    assert read_doc(workspace)["projection"]["authorization"]["requires_user"] == ["action:network"]
+    receipt = run(project, workspace, f"intent: approve {ask_id[:8]}")
+    line = next(text for text in receipt.lines if "approved" in text)
+    assert "`allow: action:network`" in line and "undo: `intent: ask action:network`" in line
+    auth = read_doc(workspace)["projection"]["authorization"]
+    assert auth["allowed"] == ["action:network"] and auth["requires_user"] == []
+    assert [p["contract_version"] for p in publications(project)] == [1, 2]
+    assert linked(project)["claims"][ask_id]["state"] == "superseded"
+
+
+def test_approve_on_any_other_claim_is_invalid_argument(project, workspace):
+    run(project, workspace, "intent: goal ship it")
+    goal_id = next(iter(linked(project)["claims"]))
+    receipt = run(project, workspace, f"intent: approve {goal_id[:8]}")
+    assert [code for _line, _verb, code, _reason in receipt.rejected] == ["INVALID_ARGUMENT"]

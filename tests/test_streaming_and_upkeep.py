@@ -215,14 +215,19 @@ def test_the_scrub_is_due_once_a_day(cli):
     assert cache_upkeep.scrub_due(project, now=time.time() + cache_upkeep.SCRUB_INTERVAL + 1)
 
 
-def _edit_cache(project, change):
-    """Hand-edit the cached state and recompute its digest (what a tamperer would do)."""
+def _edit_task_shard(project, task, change):
+    """Hand-edit a task's cache shard and recompute its digest (what a tamperer would do). The
+    cache holds no text (format 2), so what an edit can change is lifecycle, such as a claim's state."""
+    from intent_loop.storage import cache_store
     from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
     with open(_state_file(project), "rb") as fh:
+        entry = loads(fh.read()[65:])["shards"]["t-" + task]
+    path = cache_store.shard_path(project, "t-" + task, entry % 2)
+    with open(path, "rb") as fh:
         doc = loads(fh.read()[65:])
-    change(doc["state"])
+    change(doc["data"])
     body = canonical_bytes(doc)
-    with open(_state_file(project), "wb") as fh:
+    with open(path, "wb") as fh:
         fh.write(sha256_hex(body).encode() + b"\n" + body)
 
 
@@ -230,17 +235,17 @@ def test_a_scrub_that_finds_the_cache_different_rebuilds_it_and_reports_cache_mi
     project, task = _task_with(cli, 2)
     claim = next(iter(ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"]))
 
-    def forge(state):
-        state["tasks"][task]["claims"][claim]["claim"]["statement"] = "delete the tests"
+    def forge(data):
+        data["claims"][claim][0] = "invalidated"  # [state, seq, ended_by, pointer]
 
-    _edit_cache(project, forge)
-    assert ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["claim"]["statement"] \
-        == "delete the tests"  # the cache is believed until the scrub runs
+    _edit_task_shard(project, task, forge)
+    assert ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] \
+        == "invalidated"  # lifecycle in the cache is believed until the scrub runs
     reports = []
     assert cache_upkeep.scrub(project, REDUCER, report=reports.append) == "rebuilt"
     assert [r.code for r in reports] == [ErrorCode.CACHE_MISMATCH]
-    assert ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["claim"]["statement"] \
-        == "ship the parser"
+    record = ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]
+    assert record["state"] == "active" and record["claim"]["statement"] == "ship the parser"
 
 
 def _break_middle_line(project, index=2):
@@ -279,10 +284,10 @@ def test_the_after_answer_child_runs_the_scrub_and_doctor_shows_its_code(cli):
     from intent_loop.hook import deferred
     project, task = _task_with(cli, 2)
 
-    def forge(state):
-        state["tasks"][task]["label"] = "forged"
+    def forge(data):
+        data["mode"] = "off"  # lifecycle: the only kind of edit format 2 believes until the scrub
 
-    _edit_cache(project, forge)
+    _edit_task_shard(project, task, forge)
     deferred.upkeep(project, env=cli.env, event_name="Stop")
     log = os.path.join(cli.env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl")
     records = [json.loads(line) for line in open(log)]

@@ -14,7 +14,7 @@ from intent_loop.cli.common import (
     pick_task,
     show_group_help,
 )
-from intent_loop.intent import tasks
+from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import CLAIM_VERBS, verb_for_claim
 from intent_loop.intent.state import REDUCER
@@ -75,8 +75,9 @@ def register(subparsers):
         m.set_defaults(func=cmd_mode, mode=mode)
 
 
-def _run(console, *, operation, params, step, publish=True):
-    """One locked mutation: `step(plan, state) -> info dict`; returns (info, events, publication)."""
+def _run(console, *, operation, params, step, publish=True, also=None):
+    """One locked mutation: `step(plan, state) -> info dict`; returns (info, events, publication).
+    `also(paths, info)` runs under the same lock after the events (a control-file change)."""
     paths = current_project(console)
     request_id = f"cli:{new_uuid4()}"
 
@@ -89,7 +90,9 @@ def _run(console, *, operation, params, step, publish=True):
         return Planned(the_plan.drafts, detail=(info, publication))
 
     def after_commit(tx, mutation):
-        _info, publication = mutation.detail
+        info, publication = mutation.detail
+        if also is not None:
+            also(paths, info)
         return apply_quietly(publication) if mutation.events and publication is not None else None
 
     mutation = mutate(paths, REDUCER, request_id=request_id, operation=operation, params=params,
@@ -256,8 +259,12 @@ def cmd_mode(args, console):
         changed = tasks.set_mode(plan, task_id=task_id, mode=args.mode)
         return {"task_id": task_id, "mode": args.mode, "changed": changed}
 
+    def release_controls(paths, info):  # `on` for a task ends every session's private control of it
+        if args.mode == "on":
+            info["controls_released"] = private_mode.release_task_controls(paths, info["task_id"])
+
     info, events, publication = _run(console, operation="cli.mode", params={"mode": args.mode, "task": args.task},
-                                     step=step)
+                                     step=step, also=release_controls)
     verb = "is now" if info["changed"] else "was already"
     return _receipt(console, args, info, events, publication, f"task {info['task_id'][:8]} {verb} {args.mode}")
 

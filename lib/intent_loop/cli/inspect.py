@@ -92,6 +92,9 @@ def cmd_status(args, console):
         result["tasks"] = task_rows(state)
         result["newest_task"] = state["last_change"]["task_id"]
         fstate = provider.read_file_state(ppath, state)
+        pending = provider.plan_refresh(state, workspace=paths.root, env=console.env)
+        if pending.code:  # why Guard is not (or no longer) getting this project's contract
+            result["guard_not_updated"] = {"code": pending.code, "reason": pending.reason}
     else:
         result["tasks"], result["newest_task"] = [], None
         fstate = {"kind": "unknown", "why": "the ledger does not verify"}
@@ -117,6 +120,9 @@ def cmd_status(args, console):
     elif fstate.get("why"):
         detail += f" ({fstate['why']})"
     console.out(f"guard file: {ppath}: {detail}")
+    if result.get("guard_not_updated"):
+        console.out(f"guard:     not updated ({result['guard_not_updated']['code']}): "
+                    f"{result['guard_not_updated']['reason']}")
     console.out(f"hook failures logged: {result['hook_failures']}")
     return 0
 

@@ -95,7 +95,7 @@ def _check_text_list(value, path, errors, *, min_items=0, rules=False):
     for index, item in enumerate(value):
         item_path = f"{path}[{index}]"
         if _check_text(item, item_path, errors) and rules:
-            problem = rule_error(item)
+            problem = rule_error(item, typed=False)  # Guard's own rule, not typing's stricter one
             if problem:
                 errors.append(f"{item_path}: {problem}")
 

@@ -123,15 +123,29 @@ def read_file_state(path, state):
     if not stat.S_ISREG(st.st_mode):
         return {"kind": "foreign", "why": "not a regular file"}
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(contract_file.MAX_DOCUMENT_BYTES + 1)
+        with open(path, "rb") as fh:  # over Guard's limit is still read, to recognise an oversized file of ours
+            data = fh.read(OWN_FILE_READ_CAP + 1)
     except OSError as exc:
         return {"kind": "foreign", "why": exc.strerror}
     kind, doc, errors = contract_file.validate_document_bytes(data)
+    if len(data) > contract_file.MAX_DOCUMENT_BYTES and len(data) <= OWN_FILE_READ_CAP:
+        doc, kind = _parse_oversized(data), "provider"
     owner = _owning_task(doc, state) if kind == "provider" else None
     if owner is None:
         return {"kind": "foreign", "why": f"a {kind} document we did not publish", "errors": errors}
     return {"kind": "ours", "task_id": owner[0], "version": owner[1], "sha256": owner[2], "errors": errors}
+
+
+OWN_FILE_READ_CAP = 4 << 20  # an oversized document of ours (an older build wrote them) is recognised up to this
+
+
+def _parse_oversized(data):
+    from intent_loop.storage.canonical import loads
+
+    try:
+        return loads(data)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _owning_task(doc, state):
@@ -177,14 +191,15 @@ def plan_refresh(state, *, workspace, env, now=time.time):
         return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
     task_id, reason = select_task(state)
     current = read_file_state(path, state)
-    projection = None
+    projection = code = None
     if task_id is not None:
         projection = projection_for(state["tasks"][task_id], project_root=workspace)
         if projection is None:
             reason = f"task {task_id[:8]} has no goal yet (`intent: goal ...`)"
+            code = ErrorCode.PROJECTION_INCOMPLETE
     if projection is None:
         action = {"ours": "removed", "foreign": "foreign"}.get(current["kind"], "absent")
-        return Publication(action, path, task_id=task_id, reason=reason, remove=current["kind"] == "ours")
+        return Publication(action, path, task_id=task_id, reason=reason, remove=current["kind"] == "ours", code=code)
     return _plan_publish(path, current, state["tasks"][task_id], projection, now)
 
 
@@ -199,19 +214,30 @@ def _plan_publish(path, current, task, projection, now):
                                   source_message_refs=refs,
                                   updated_at=format_utc(now()))
     known = {"task_id": task_id, "version": version, "sha256": digest}
+    # Never publish what Guard would refuse, and never withdraw for it either: the version Guard
+    # enforces stays in force, and the receipt and `status` say so and why.
+    enforced = (f"Guard still enforces v{published['version']}" if published
+                else "Guard has no contract for this task yet")
     errors = acceptance.validate_provider_document(doc)
     if errors:
-        return Publication("invalid", path, reason="; ".join(errors), **known)
+        return Publication("invalid", path, reason=f"{enforced}: the new contract would be invalid to Guard ("
+                           + "; ".join(errors) + ")", code=ErrorCode.CONTRACT_INVALID, **known)
+    rendered = document.render_document(doc)
+    if len(rendered) > contract_file.MAX_DOCUMENT_BYTES:
+        return Publication("too_large", path, code=ErrorCode.CONTRACT_TOO_LARGE, reason=(
+            f"{enforced}: the contract would be {len(rendered) / 1024:.0f} KiB > "
+            f"{contract_file.MAX_DOCUMENT_BYTES // 1024} KiB; drop or shorten claims"), **known)
     if current["kind"] == "foreign":
         return Publication("foreign", path, reason=f"{path} holds a document intent-loop did not write", **known)
     if is_new:
         draft = Draft("contract_published", task_id, "system", {
             "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
             "source_message_refs": refs})
-        return Publication("published", path, draft=draft, document=document.render_document(doc), **known)
-    if current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version:
+        return Publication("published", path, draft=draft, document=rendered, **known)
+    if current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version \
+            and not current.get("errors"):
         return Publication("unchanged", path, **known)
-    return Publication("rewritten", path, document=document.render_document(doc), **known)
+    return Publication("rewritten", path, document=rendered, **known)  # a damaged or older file of ours too
 
 
 def apply_file(publication):

@@ -12,6 +12,7 @@ from intent_loop.storage.paths import check_real_directory, project_paths, resol
 # Only what every call needs is imported here; the ledger, command handling, views, publishing
 # and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
 # A project intent-loop has never written to has no state to read.
+SEEN_PREFIX = "v2.seen-"
 NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task_id": None, "seq": 0}}
 
 
@@ -70,7 +71,9 @@ class HookContext:
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
 
     def _seen_path(self):
-        return fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json")
+        # Format 2 (with the sharded cache): a format-1 `seen-<session>.json` is never read; it is
+        # removed when this session's record is first written again, or with the rest of cache/.
+        return fast_os.path.join(self.paths.cache_dir, f"{SEEN_PREFIX}{self.session}.json")
 
     def _write_seen(self, record):
         if fast_os.path.isdir(self.paths.cache_dir):
@@ -80,6 +83,11 @@ class HookContext:
                 replace_atomically(self._seen_path(), canonical_bytes(record), durable=False)
             except IntentLoopError:
                 return
+            if self._seen_record is None or not self._seen_record:
+                try:
+                    fast_os.unlink(fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json"))
+                except OSError:
+                    pass
             self._seen_record = record
 
     def remember_view(self, text, state):
@@ -117,8 +125,15 @@ class HookContext:
         self._write_seen(record)
 
     def unseen_changes(self):
+        """What locally answered prompts changed, for the model. The record is a deletable cache,
+        so only texts in the shapes change_items makes (fixed words, verbs, short ids) are used:
+        a hand-edited record cannot put words into the model's context."""
         items = self._seen().get("unseen")
-        return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
+        if not isinstance(items, list) or not items:
+            return []
+        from intent_loop.hook.prompt_answer import is_change_item
+
+        return [item for item in items if is_change_item(item)]
 
     def _seen(self):
         if self._seen_record is None:
@@ -150,9 +165,9 @@ def _source(kind, opaque_id, text):
 
 
 def _is_recording(ctx, task):
-    from intent_loop.intent.private_mode import read_control
+    from intent_loop.intent.private_mode import is_private_here
 
-    return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
+    return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
 
 
 # -- SessionStart --------------------------------------------------------------------------
@@ -276,10 +291,10 @@ def _is_still_recording(ctx, state, task_id):
     """Re-checked under the lock: the task may have been turned off, made private or deleted
     between the hook's lock-free read and its deferred write. A session that has moved on to
     another task meanwhile still gets this observation recorded under the task it was made in."""
-    from intent_loop.intent.private_mode import read_control
+    from intent_loop.intent.private_mode import is_private_here
 
     task = state["tasks"].get(task_id)
-    return task is not None and task["mode"] == "on" and read_control(ctx.paths, ctx.session) is None
+    return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
 
 
 def _run_prompt_commands(payload, runtime, prompt):

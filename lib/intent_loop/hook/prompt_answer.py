@@ -43,6 +43,45 @@ def change_items(receipt):
     return [numbered(text)[1] for text in receipt.lines]
 
 
+_FIXED_CHANGES = frozenset((
+    "private: nothing from this session is recorded until `intent: on`",
+    "off: intent-loop records and shows nothing for this task",
+    "on: recording again",
+))
+
+
+def _is_short_id(text, brackets=False):
+    if brackets:
+        if not (text.startswith("[") and text.endswith("]")):
+            return False
+        text = text[1:-1]
+    return len(text) == 8 and all(c in "0123456789abcdef-" for c in text)
+
+
+def is_change_item(text):
+    """True only for the texts change_items makes from ops/apply_commands' receipt lines."""
+    if not isinstance(text, str) or len(text) > 120:
+        return False
+    if text in _FIXED_CHANGES:
+        return True
+    from intent_loop.intent.claim_verbs import CLAIM_VERBS
+
+    words = text.split(" ")
+    if len(words) == 3 and words[0] == "recorded":
+        return words[1] in CLAIM_VERBS and _is_short_id(words[2], brackets=True)
+    if words[1:] == ["acknowledged,", "not", "recorded", "(private", "session)"]:
+        return words[0] in CLAIM_VERBS
+    if len(words) == 3 and words[:2] == ["started", "task"]:
+        return _is_short_id(words[2])
+    if len(words) == 5 and words[:4] == ["this", "session", "continues", "task"]:
+        return _is_short_id(words[4])
+    if len(words) == 2 and words[0] == "dropped":
+        return _is_short_id(words[1], brackets=True)
+    if len(words) == 4 and words[0] == "replaced" and words[2] == "with":
+        return _is_short_id(words[1], brackets=True) and _is_short_id(words[3], brackets=True)
+    return False
+
+
 def guard_item(publication):
     """`Guard contract vN` when the version changed, or why Guard was not updated; None otherwise."""
     if not publication:

@@ -21,7 +21,8 @@ _CLAIM_TABLE = (
     ("always", "soft_constraint", "long_term", None),
 )
 CLAIM_VERBS = tuple(row[0] for row in _CLAIM_TABLE)
-MANAGE_VERBS = ("show", "help", "new", "resume", "drop", "replace", "confirm", "dismiss", "private", "off", "on")
+MANAGE_VERBS = ("show", "help", "new", "resume", "drop", "replace", "approve", "confirm", "dismiss", "private",
+                "off", "on")
 CLAIM_SPECS = {verb: (facet, scope, prefix) for verb, facet, scope, prefix in _CLAIM_TABLE}
 PREFIX_VERBS = {prefix: verb for verb, _facet, _scope, prefix in _CLAIM_TABLE if prefix}
 RULE_VERBS = ("allow", "ask", "forbid", "must-not")  # Guard checks the rule grammar on these lists
@@ -37,8 +38,8 @@ _ECHO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_:
 HELP_TEXT = """\
 Write `intent: <verb> ...` alone on a prompt line to record what you ask for:
   goal <text>          the outcome you want
-  object <text>        the main thing changed or delivered
-  surface <text>       where the result is delivered
+  object <text>        the main thing changed
+  surface <text>       where it is delivered
   include <text>       in scope
   exclude <text>       out of scope
   must <text>          a requirement
@@ -50,16 +51,17 @@ Write `intent: <verb> ...` alone on a prompt line to record what you ask for:
       sources: file command test api database real_page release user
   prefer <text>        a soft preference
   tradeoff <text>      an accepted tradeoff
-  always <text>        a durable rule for all future tasks
+  always <text>        a rule for all future tasks
 Rules: action:<read|write|delete|network|publish|...>, tool:<name>, command-prefix:<cmd>, or prose.
-  show                 this task's claims with short ids
+  show                 this task's claims and ids
   help                 this list
   new [label]          start a fresh task
-  resume               continue the project's latest task
-  drop <id>            invalidate a claim/proposal
+  resume               continue the latest task
+  drop <id>            drop a claim/proposal
   replace <id> <text>  supersede a claim, same verb
+  approve <id>         grant an ask: rule for the task
   confirm <id>...      make agent proposals yours
-  dismiss <id>...      refuse agent proposals
+  dismiss <id>...      refuse proposals
   private              record nothing for this session
   off / on             stop / restart recording this task
 One line per claim, at most 500 characters including its field prefix; secrets are redacted."""

@@ -70,3 +70,42 @@ def release_control(paths, *, session_hash, task_id):
         raise IntentLoopError(ErrorCode.PRIVATE_CONFLICT, "this session's private control names another task")
     fast_os.unlink(control_path(paths, session_hash))
     return True
+
+
+def is_private_here(paths, session_hash, task):
+    """True when nothing semantic may be recorded or shown for `task` in this session: the task's
+    mode is private, this session holds a control, or ANY session's control names the task (seed
+    000: hook paths check both the session association and task-level controls; a control left by
+    another session after `intent-loop on --task` from the CLI must still keep a third session quiet)."""
+    if read_control(paths, session_hash) is not None:
+        return True
+    if task is None:
+        return False
+    return task["mode"] == "private" or bool(controls_for_task(paths, task["task_id"]))
+
+
+def release_task_controls(paths, task_id):
+    """Remove every session's control naming `task_id` (caller holds the lock): `on` for the task."""
+    removed = 0
+    for session in controls_for_task(paths, task_id):
+        try:
+            fast_os.unlink(control_path(paths, session))
+            removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def repair_after_retry(paths, session_hash, state):
+    """An exact retry of a prompt is replayed without running its plan, so a crash between its
+    events and its control change would leave them apart for good. Under the lock, make the
+    session's control agree with the task's recorded mode again: a control naming a task that is no
+    longer private is removed (the retried `on`, `off` or `new` finishes its cleanup)."""
+    current = read_control(paths, session_hash)
+    if current is None:
+        return False
+    task = state["tasks"].get(current.get("task_id"))
+    if task is not None and task["mode"] == "private":
+        return False
+    fast_os.unlink(control_path(paths, session_hash))
+    return True

@@ -116,8 +116,8 @@ def _manage_command(line, verb, rest):
     try:
         if verb == "new":
             return Command(line, verb, "manage", arg=_label(rest))
-        if verb == "drop":
-            return Command(line, verb, "manage", arg=_drop_target(rest))
+        if verb in ("drop", "approve"):
+            return Command(line, verb, "manage", arg=_drop_target(rest, verb))
         if verb in ("confirm", "dismiss"):
             return Command(line, verb, "manage", arg=_candidate_targets(verb, rest))
         if verb == "replace":
@@ -144,14 +144,15 @@ def _label(text):
     return label
 
 
-def _drop_target(rest):
+def _drop_target(rest, verb="drop"):
+    """The one claim id `intent: drop` and `intent: approve` take."""
     if not rest:
-        reason = "`intent: drop` needs a claim id, e.g. `intent: drop 1a2b3c4d` (see `intent: show`)"
+        reason = f"`intent: {verb}` needs a claim id, e.g. `intent: {verb} 1a2b3c4d` (see `intent: show`)"
         raise IntentLoopError(ErrorCode.EMPTY_TEXT, reason)
     parts = rest.split(None, 1)
     if len(parts) > 1:
-        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "`intent: drop` takes one claim id and nothing else")
-    return _id_prefix(parts[0], "drop")
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"`intent: {verb}` takes one claim id and nothing else")
+    return _id_prefix(parts[0], verb)
 
 
 def _candidate_targets(verb, rest):

@@ -60,8 +60,16 @@ def _squeeze(head):
     return "".join(char for char in folded if char not in GUARD_WHITESPACE and char not in "-_")
 
 
-def rule_error(text):
-    """None when `text` is a valid structured rule or plain prose, else what to write instead."""
+_LINE_TERMINATORS = ("\n", "\r", "\u2028", "\u2029")  # what JavaScript's `.` does not match
+
+
+def rule_error(text, *, typed=True):
+    """None when `text` is a valid structured rule or plain prose, else what to write instead.
+
+    `typed` (the user typing a rule) is stricter than Guard 0.2.2, to catch mistakes early: an
+    action name must be written exactly (`action:read`). `typed=False` is Guard's own rule, for
+    validating a document: it trims and lowercases the value (`action: Read` is valid), and a
+    structured value holding a line terminator is a near miss (Guard's pattern cannot match it)."""
     stripped = strip_guard_space(text)
     if not stripped:
         return "empty rule; write a sentence or an action:, tool: or command-prefix: rule"
@@ -76,14 +84,16 @@ def rule_error(text):
         return f"near-miss rule prefix '{head}:'; write '{_NAME_TEMPLATES[squeezed]}' or rephrase"
     if is_blank(value):
         return f"rule '{head}:' has an empty value; write '{_NAME_TEMPLATES[squeezed]}'"
+    if any(mark in value for mark in _LINE_TERMINATORS):
+        return f"rule '{head}:' holds a line break, which Guard cannot read; write it on one line"
     if name == "action":
-        return _action_error(value)
+        return _action_error(value, typed=typed)
     return None
 
 
-def _action_error(value):
-    """Guard compares the action name exactly, so anything but a bare known name is rejected."""
-    if value in ACTIONS:
+def _action_error(value, *, typed):
+    """Guard 0.2.2 trims and lowercases the action name; typing asks for the exact name anyway."""
+    if value in ACTIONS or (not typed and js_trim(value).lower() in ACTIONS):
         return None
     cleaned = strip_guard_space(value).lower()
     if cleaned in ACTIONS:

@@ -1,8 +1,8 @@
 """Planning mutations of tasks and claims under the lifecycle rules (pure: state in, drafts out)."""
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
-from intent_loop.intent.state import PROMOTION_TASKS, REDUCER, active_claims, signal_key
-from intent_loop.storage.canonical import dumps, loads, sha256_hex
+from intent_loop.intent.state import PROMOTION_TASKS, REDUCER, active_claims, signal_digest, signal_key
+from intent_loop.storage.canonical import sha256_hex
 from intent_loop.storage.ledger import Draft, format_uuid, new_uuid4
 
 MAX_INITIAL_CLAIMS = 12
@@ -26,7 +26,9 @@ class Plan:
     """
 
     def __init__(self, state, *, now):
-        self.state = loads(dumps(state))
+        from intent_loop.intent.state_cache import scratch  # copies only what the plan touches
+
+        self.state = scratch(state)
         self.drafts = []
         self.now = now
 
@@ -195,12 +197,12 @@ def _propose_candidates(plan, task_id):
     for record in active_claims(task):
         claim = record["claim"]
         key = signal_key(claim["statement"], claim["facets"])
-        if key in known or len(plan.state["signals"].get(key, ())) < PROMOTION_TASKS:
+        if key in known or len(plan.state["signals"].get(signal_digest(key), ())) < PROMOTION_TASKS:
             continue
         known.add(key)
         plan.add(Draft("candidate_added", task_id, "system", {
             "candidate_id": new_uuid4(), "statement": claim["statement"], "facets": claim["facets"],
-            "signal_key": key, "task_count": len(plan.state["signals"][key]),
+            "signal_key": key, "task_count": len(plan.state["signals"][signal_digest(key)]),
         }))
 
 

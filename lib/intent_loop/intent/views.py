@@ -30,12 +30,24 @@ def _label_for(claim):
 
 def durable_records(state, task_id):
     """Active long-term claims of the project's other tasks: durable rules carry across tasks."""
-    out = []
-    for other_id in sorted(state["tasks"]):
-        task = state["tasks"][other_id]
-        if other_id == task_id or task["mode"] != "on":
-            continue
-        out.extend(r for r in active_claims(task) if r["claim"]["scope"] == "long_term")
+    index = state.get("durable")
+    if index is None:  # a state folded by an older reducer: scan every task
+        out = []
+        for other_id in sorted(state["tasks"]):
+            task = state["tasks"][other_id]
+            if other_id != task_id and task["mode"] == "on":
+                out.extend(r for r in active_claims(task) if r["claim"]["scope"] == "long_term")
+    else:  # the index names them, so no other task is read whole (intent/state_cache.py)
+        from intent_loop.intent.state_cache import durable_record
+
+        modes = state.get("modes", {})
+        out = []
+        for claim_id, owner in sorted(index.items()):
+            if owner == task_id or modes.get(owner, "on") != "on":
+                continue
+            record = durable_record(state, owner, claim_id)
+            if record is not None and record["state"] == "active" and record["claim"]["scope"] == "long_term":
+                out.append(record)
     out.sort(key=lambda r: (r["seq"], r["claim"]["claim_id"]))
     return out
 

@@ -6,7 +6,7 @@ from intent_loop.guard import provider
 from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import verb_for_claim
-from intent_loop.intent.claims import short_id
+from intent_loop.intent.claims import short_id, split_prefix
 from intent_loop.intent.prompt_commands import Rejection
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 from intent_loop.intent.state import REDUCER
@@ -76,8 +76,7 @@ class _Runner:
         return tasks.derived_task_id(self.paths.project_id, f"{self.request_id}#{self.started}")
 
     def _is_private(self):
-        task = self.plan.state["tasks"].get(self.task_id)
-        return self.control is not None or (task is not None and task["mode"] == "private")
+        return private_mode.is_private_here(self.paths, self.session_hash, self.plan.state["tasks"].get(self.task_id))
 
     def _claim(self, command):
         if self._is_private():
@@ -187,6 +186,23 @@ class _Runner:
         tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
         self.receipt.lines.append(f"line {command.line}: replaced [{old_id[:8]}] with [{short_id(claim['claim_id'])}]")
 
+    def _approve(self, command):
+        """Grant a pending `ask:` rule: one replacement by an `allow:` claim of the same rule, in force for
+        the rest of the task (Guard: requires_user -> allowed from the version this prompt publishes)."""
+        task = self._linked_task()
+        old_id = tasks.resolve_claim(task, command.arg)
+        prefix, rule = split_prefix(task["claims"][old_id]["claim"]["statement"])
+        if prefix != "ask":
+            raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"[{old_id[:8]}] is not an `ask:` claim; "
+                                                              "`intent: approve` grants only a pending ask")
+        facet, scope, statement = build_claim("allow", rule)
+        claim = tasks.user_claim(self.plan, statement=statement, facets=[facet], scope=scope,
+                                 source_ref=self.source_ref)
+        tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
+        self.receipt.lines.append(
+            f"line {command.line}: approved [{old_id[:8]}] as `allow: {rule}` [{short_id(claim['claim_id'])}] for the "
+            f"rest of this task, from the Guard contract version this prompt publishes; undo: `intent: ask {rule}`")
+
     def _private(self, command):
         task_id = self.task_id
         task = self.plan.state["tasks"].get(task_id)
@@ -269,9 +285,12 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
 
     if not runnable:
         return receipt
+    def on_replay(tx, _mutation):  # a retry finishes what a crash after the events left undone
+        private_mode.repair_after_retry(paths, session_hash, tx.state)
+
     mutation = mutate(paths, REDUCER, request_id=request_id, operation="commands",
                       params={"session": session_hash, "commands": normalized(runnable)},
-                      plan=plan, deadline=deadline, after_commit=after_commit, resume=resume)
+                      plan=plan, deadline=deadline, after_commit=after_commit, resume=resume, on_replay=on_replay)
     if mutation.replayed:
         receipt.replayed = True
         receipt.events = mutation.events
@@ -282,7 +301,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
 def _finish(receipt, state, session_hash, paths):
     receipt.task_id = state["sessions"].get(session_hash)
     task = state["tasks"].get(receipt.task_id)
-    if private_mode.read_control(paths, session_hash) is not None or (task and task["mode"] == "private"):
+    if private_mode.is_private_here(paths, session_hash, task):
         receipt.notice = PRIVATE_NOTICE
     elif task is not None and task["mode"] == "off":
         receipt.notice = OFF_NOTICE

@@ -9,6 +9,7 @@ for what remains (`derived_copies`).
 """
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
+from intent_loop.intent.state_cache import materialize
 from intent_loop.ops import derived_copies
 from intent_loop.ops.ledger_rewrite import (
     plan_claim_deletion,
@@ -62,7 +63,7 @@ def delete_task(paths, task_id, *, confirm, workspace=None, env=None, deadline):
         raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"give the full task id; {_NO_TASK_HINT}")
     _open(paths)
     with Transaction(paths, REDUCER, deadline=deadline) as tx:
-        old_state = tx.state
+        old_state = materialize(tx.state)  # still read after the ledger and the cache are replaced
         task = old_state["tasks"].get(task_id)
         if task is None:
             raise IntentLoopError(ErrorCode.TASK_NOT_FOUND, f"no task {task_id} in this project; {_NO_TASK_HINT}")
@@ -84,7 +85,7 @@ def delete_claim(paths, claim_id, *, confirm, workspace=None, env=None, deadline
         raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND, "give the full claim id; `intent-loop show --all` lists them")
     _open(paths)
     with Transaction(paths, REDUCER, deadline=deadline) as tx:
-        old_state = tx.state
+        old_state = materialize(tx.state)  # still read after the ledger and the cache are replaced
         owner = next((t for t in old_state["tasks"].values() if claim_id in t["claims"]), None)
         if owner is None:
             raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND,

@@ -182,6 +182,13 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
         verified.size, verified.missing_lf = start, False
     total = max(1, limit - start)
     apply, state = reducer.apply, verified.state
+    if getattr(reducer, "wants_position", False):  # the cache points at lines instead of copying text
+        def apply(state, event, first, stop, _apply=reducer.apply):
+            _apply(state, event, (first, stop - first - (0 if stop == missing_end[0] else 1)))
+    else:
+        def apply(state, event, first, stop, _apply=reducer.apply):
+            _apply(state, event)
+    missing_end = [None]  # where a last line without its LF ends (its length has no LF to drop)
     assembler = RequestAssembler()
     ranges = []  # byte ranges of the lines the assembler holds
     prev, line_no, after = verified.last_hash, verified.count, start
@@ -198,6 +205,7 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
     loads, dumps, sort, decode_error, sha256 = orjson.loads, orjson.dumps, _SORT, orjson.JSONDecodeError, hashlib.sha256
     keys, head, uuid, count_key = ENVELOPE_KEYS, _HEAD, _UUID, REQUEST_EVENT_COUNT
     hash_at, after_hash = _HASH_AT, _AFTER_HASH
+    raw_apply, positions = reducer.apply, getattr(reducer, "wants_position", False)
     pending, base, position = b"", start, start
     try:
         while position < limit:
@@ -237,7 +245,10 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
                 prev, after = event["event_hash"], offset + len(line) + 1
                 marker = event["payload"].get(count_key)
                 if not assembler.remaining and (marker is None or (marker == 1 and type(marker) is int)):
-                    apply(state, event)
+                    if positions:  # a complete line: its length without the LF
+                        raw_apply(state, event, (offset, after - offset - 1))
+                    else:
+                        raw_apply(state, event)
                     if on_event is not None:
                         on_event(event, offset, after)
                     last_start, last_hash, count, size = offset, prev, line_no, after
@@ -246,7 +257,7 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
                     done = assembler.add(event, line_no)
                     if done is not None:
                         for complete, (first, stop) in zip(done, ranges, strict=True):
-                            apply(state, complete)
+                            apply(state, complete, first, stop)
                             if on_event is not None:
                                 on_event(complete, first, stop)
                         ranges.clear()
@@ -264,10 +275,11 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
             if event is not None:
                 line_no += 1
                 ranges.append((after, limit))
+                missing_end[0] = limit
                 done = assembler.add(event, line_no)
                 if done is not None:
                     for complete, (first, stop) in zip(done, ranges, strict=True):
-                        apply(state, complete)
+                        apply(state, complete, first, stop)
                         if on_event is not None:
                             on_event(complete, first, stop)
                     last_start, last_hash, count, size, missing_lf = after, event["event_hash"], line_no, limit, True

@@ -32,9 +32,19 @@ _BROKEN = frozenset((ErrorCode.LEDGER_MALFORMED, ErrorCode.LEDGER_HASH_MISMATCH,
                      ErrorCode.FOREIGN_PROJECT))
 
 
-def same_state(cached, fresh):
-    """Does the cached checkpoint hold what the ledger folds to? The one place the scrub compares
-    (the sharded cache format will give its own comparison; switching is this line)."""
+def same_state(cached, fresh, reducer=None):
+    """Does the cached checkpoint hold what the ledger folds to? The one place the scrub compares.
+
+    A sharded cache (a reducer with `cache_plain`) is compared strictly: every shard loaded and
+    every pointer resolved, and a check that fails is a difference, where a normal read would
+    quietly re-fold and repair (so the scrub still reports the damage)."""
+    if reducer is not None and hasattr(reducer, "cache_plain"):
+        from intent_loop.storage.cache_store import Untrusted
+
+        try:
+            return reducer.cache_plain(cached.verified.state, strict=True) == reducer.cache_plain(fresh.state)
+        except (Untrusted, IntentLoopError, KeyError, TypeError, ValueError):
+            return False
     return cached.verified.state == fresh.state
 
 
@@ -195,7 +205,7 @@ def scrub(paths, reducer, *, report):
                     fold_stream(fd, fresh, reducer, project_id=paths.project_id, end=st.st_size,
                                 stop_at=cached.verified.size)
                     matches = (fresh.size == cached.verified.size and fresh.last_hash == cached.verified.last_hash
-                               and same_state(cached, fresh))
+                               and same_state(cached, fresh, reducer))
                 fold_stream(fd, fresh, reducer, project_id=paths.project_id, end=st.st_size)
             except IntentLoopError as exc:
                 if exc.code not in _BROKEN:

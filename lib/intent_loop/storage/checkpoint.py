@@ -1,20 +1,45 @@
-"""The derived cache in `cache/`: the verified checkpoint plus the reducer's state.
+"""The derived cache in `cache/`: the verified checkpoint plus the reducer's state (format 2).
 
 Everything here can be deleted at any time; it is rebuilt from the ledger. A checkpoint is
 trusted only when the ledger's identity (size, inode, mtime) is unchanged and its last line
 still hashes to the recorded hash, or, after an append, when that line is still in place.
-The file is `<sha256 of the body>\n<canonical JSON body>`, so a cache damaged or edited by hand
-is ignored (and rebuilt), never believed.
+
+The root file `cache/v2.root` is `<sha256 of the body>\\n<canonical JSON body>`, so a cache
+damaged by accident is ignored (and rebuilt), never believed. A reducer that defines
+`cache_split`/`cache_join` keeps only a small root in it and the rest in shards (see
+`cache_store`), reading every text back from the ledger line it came from, so a hand edit with
+its digest recomputed can change positions and lifecycle at most, never words. Other reducers
+(tests' counters) keep their whole state in the root. Format 1 (`cache/state.json`) is ignored
+and removed on the first format-2 write.
 """
 
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import fast_os
-from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
-from intent_loop.storage.line_hash import self_verified_hash
+from intent_loop.storage import cache_store, fast_os
 
-CACHE_FORMAT = 1
-STATE_FILE = "state.json"
+CACHE_FORMAT = 2
+ROOT_FILE = cache_store.ROOT_FILE
+STATE_FILE = ROOT_FILE  # the name callers unlink to drop the checkpoint (its shards then vouch for nothing)
+OLD_FILES = ("state.json",)  # format 1: ignored, removed when format 2 is first written
+
+
+def _count(value):
+    return type(value) is int and value >= 0
+
+
+def _hash_or_none(value):
+    return value is None or (isinstance(value, str) and len(value) == 64)
+
+
+# The Verified slots a checkpoint persists, each with the check its cached value must pass. A new
+# checkpoint slot is one more entry here (as `missing_lf` was); a root written before it existed
+# lacks the field and is rebuilt rather than guessed.
+CHECKPOINT_FIELDS = {
+    "size": _count,
+    "count": _count,
+    "last_hash": _hash_or_none,
+    "last_line_start": _count,
+    "missing_lf": lambda value: type(value) is bool,
+}
 
 
 class Verified:
@@ -43,39 +68,55 @@ class Cached:
 
 
 def _identity(st):
+    if isinstance(st, list):  # an identity already recorded (a repaired cache keeps its root's)
+        return st
     return [st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns]
+
+
+def _root_path(paths):
+    return fast_os.path.join(paths.cache_dir, ROOT_FILE)
+
+
+def _checkpoint_of(doc):
+    v = doc.get("verified")
+    if not isinstance(v, dict) or v.keys() != CHECKPOINT_FIELDS.keys():
+        return None
+    if not all(check(v[name]) for name, check in CHECKPOINT_FIELDS.items()):
+        return None
+    if v["last_line_start"] > v["size"] or (v["size"] == 0) != (v["last_hash"] is None):
+        return None
+    return v
+
+
+def _load_root(paths, reducer):
+    doc = cache_store.read_framed(_root_path(paths))
+    if (doc is None or doc.get("format") != CACHE_FORMAT or doc.get("reducer") != reducer.version
+            or doc.get("project_id") != paths.project_id or not isinstance(doc.get("identity"), list)):
+        return None, None
+    checkpoint = _checkpoint_of(doc)
+    if checkpoint is None or not isinstance(doc.get("gen"), str) or not isinstance(doc.get("shards"), dict):
+        return None, None
+    return doc, checkpoint
 
 
 def load(paths, reducer):
     """The cached checkpoint, or None when missing, unreadable or made by other code."""
-    path = fast_os.path.join(paths.cache_dir, STATE_FILE)
     try:
-        if paths_mod.check_regular_file(path) is None:
+        doc, checkpoint = _load_root(paths, reducer)
+        if doc is None:
             return None
-        with open(path, "rb") as fh:
-            data = fh.read()
-        digest, body = data[:64], data[65:]
-        if data[64:65] != b"\n" or sha256_hex(body).encode() != digest:
+        verified = Verified(state=None, **checkpoint)
+        if hasattr(reducer, "cache_join"):
+            store = cache_store.Store(paths, gen=doc["gen"], table=doc["shards"], limit=checkpoint["size"],
+                                      missing_lf=checkpoint["missing_lf"], identity=doc["identity"])
+            verified.state = reducer.cache_join(doc["state"], store, paths=paths, checkpoint=checkpoint)
+        elif isinstance(doc.get("state"), dict):
+            verified.state = doc["state"]
+        if verified.state is None:
             return None
-        doc = loads(body)
-        if (doc.get("format") != CACHE_FORMAT or doc.get("reducer") != reducer.version
-                or doc.get("project_id") != paths.project_id):
-            return None
-        v = doc["verified"]
-        if not _is_checkpoint(v) or not isinstance(doc["state"], dict) or not isinstance(doc["identity"], list):
-            return None
-        verified = Verified(v["size"], v["count"], v["last_hash"], v["last_line_start"], doc["state"],
-                            missing_lf=v.get("missing_lf") is True)
         return Cached(verified, doc["identity"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IntentLoopError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IntentLoopError, cache_store.Untrusted):
         return None
-
-
-def _is_checkpoint(v):
-    counts = (v.get("size"), v.get("count"), v.get("last_line_start"))
-    if not all(type(n) is int and n >= 0 for n in counts) or v["last_line_start"] > v["size"]:
-        return False
-    return v["last_hash"] is None or (isinstance(v["last_hash"], str) and len(v["last_hash"]) == 64)
 
 
 def is_current(cached, st):
@@ -95,7 +136,7 @@ def line_hash_at(data, start, end, *, missing_lf=False):
         line = data[start : end - 1]
     if not line.startswith(b'{"actor":"'):
         return None
-    return self_verified_hash(line)
+    return cache_store.self_verified_hash(line)
 
 
 def last_line_matches(paths, cached):
@@ -115,28 +156,67 @@ def last_line_matches(paths, cached):
 
 
 def save(paths, reducer, verified, st):
-    """Best effort: the cache is an accelerator, a failed write only costs a later rebuild."""
+    """Best effort: the cache is an accelerator, a failed write only costs a later rebuild.
+
+    `st` is the ledger's stat the checkpoint was verified against (or an identity list a loaded
+    root recorded, when a repaired cache is written for that same checkpoint).
+
+    A split reducer's changed shards are written first, the root last, each atomically: a root
+    never names a shard version that is not on disk, and a crash in between leaves shards the
+    old root does not vouch for (ignored).
+    """
     if not fast_os.path.isdir(paths.cache_dir) or fast_os.path.islink(paths.cache_dir):
         return
-    doc = {
-        "format": CACHE_FORMAT,
-        "reducer": reducer.version,
-        "project_id": paths.project_id,
-        "identity": _identity(st),
-        "verified": {
-            "size": verified.size,
-            "count": verified.count,
-            "last_hash": verified.last_hash,
-            "last_line_start": verified.last_line_start,
-            "missing_lf": verified.missing_lf,
-        },
-        "state": verified.state,
-    }
-    from intent_loop.storage.atomic import replace_atomically
-
-    body = canonical_bytes(doc)
+    checkpoint = {name: getattr(verified, name) for name in CHECKPOINT_FIELDS}
     try:
-        replace_atomically(fast_os.path.join(paths.cache_dir, STATE_FILE),
-                           sha256_hex(body).encode() + b"\n" + body, durable=False)
-    except IntentLoopError:
-        pass
+        if hasattr(reducer, "cache_split"):
+            root_state, shards, store, on_saved = reducer.cache_split(verified.state)
+        else:
+            root_state, shards, store, on_saved = verified.state, {}, None, None
+        full = store is None
+        gen = fast_os.urandom(8).hex() if full else store.gen
+        table = {} if full else dict(store.table)
+        for name, data in sorted(shards.items()):
+            old = table.get(name)
+            slot = 0 if old is None else 1 - old % 2
+            cache_store.write_framed(cache_store.shard_path(paths, name, slot),
+                                     {"gen": gen, "name": name, "count": verified.count, "data": data})
+            table[name] = verified.count * 2 + slot
+        cache_store.write_framed(_root_path(paths), {
+            "format": CACHE_FORMAT, "reducer": reducer.version, "project_id": paths.project_id,
+            "identity": _identity(st), "verified": checkpoint, "state": root_state, "gen": gen,
+            "shards": table,
+        })
+    except (IntentLoopError, ValueError):  # ValueError: a state holding text without its position
+        return
+    if on_saved is not None:
+        on_saved(cache_store.Store(paths, gen=gen, table=table, limit=verified.size, missing_lf=verified.missing_lf))
+    if full:
+        _remove_old_format(paths)
+
+
+def _remove_old_format(paths):
+    for name in OLD_FILES:
+        try:
+            fast_os.unlink(fast_os.path.join(paths.cache_dir, name))
+        except OSError:
+            pass
+
+
+def matches(paths, reducer, verified):
+    """True when the cache holds exactly `verified` (a full fold of the same ledger prefix).
+
+    For the scrub: it loads every shard and resolves every pointer; a cache that cannot be read,
+    fails a check, or sits at another checkpoint does not match.
+    """
+    cached = load(paths, reducer)
+    if cached is None:
+        return False
+    if any(getattr(cached.verified, name) != getattr(verified, name) for name in CHECKPOINT_FIELDS):
+        return False
+    try:
+        if hasattr(reducer, "cache_plain"):
+            return reducer.cache_plain(cached.verified.state, strict=True) == reducer.cache_plain(verified.state)
+        return cached.verified.state == verified.state
+    except (cache_store.Untrusted, IntentLoopError, OSError, ValueError, KeyError, TypeError):
+        return False

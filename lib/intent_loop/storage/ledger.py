@@ -174,7 +174,8 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
     caller resuming from a checkpoint reads only the suffix. `verified` only ever advances to the
     end of a complete request: what follows (a partial line, or the lines of a request still being
     appended) is `torn_tail`. A last line that verifies but lacks its final LF is projected and
-    flagged `missing_lf` (the next append writes that LF first).
+    flagged `missing_lf` (the next append writes that LF first). A reducer with `wants_position`
+    set is also told each line's place, `apply(state, event, (offset, length without LF))`.
     """
     offset = verified.size - base
     if verified.missing_lf and offset < len(data):
@@ -186,6 +187,7 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
     assembler = RequestAssembler()
     prev, line_no = verified.last_hash, verified.count
     state, apply = verified.state, reducer.apply
+    positioned, positions = getattr(reducer, "wants_position", False), []
     while offset < len(data):
         stop = data.find(b"\n", offset)
         line_no += 1
@@ -198,10 +200,16 @@ def fold_lines(data, verified, reducer, *, project_id, base=0, on_progress=None)
         else:
             event = check_line(data[offset:stop], line_no=line_no, project_id=project_id, prev_hash=prev)
         prev = event["event_hash"]
+        positions.append((base + offset, stop - offset))
         done = assembler.add(event, line_no)
-        if done is not None:
-            for complete in done:
-                apply(state, complete)
+        if done is not None:  # the lines since the last complete request, in order
+            if positioned:
+                for complete, position in zip(done, positions, strict=True):
+                    apply(state, complete, position)
+            else:
+                for complete in done:
+                    apply(state, complete)
+            positions.clear()
             verified.last_line_start = base + offset
             verified.last_hash = prev
             verified.count = line_no

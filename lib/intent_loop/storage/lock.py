@@ -78,7 +78,10 @@ class ProjectLock:
         try:
             self._wait_and_install(prepared)
         except BaseException:
-            self._abandon(prepared)
+            if self._installed:  # installed, then interrupted (a signal while the keepalive starts): ours to give back
+                self.release()
+            else:
+                self._abandon(prepared)
             raise
 
     def _wait_and_install(self, prepared):
@@ -229,7 +232,18 @@ class ProjectLock:
         return (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev)
 
     def release(self):
-        """Give the lock back. Never raises: the guarded work is already durable or rolled back."""
+        """Give the lock back. Never raises: the guarded work is already durable or rolled back.
+
+        SIGTERM and SIGINT are held back while it runs: a handler that raises (the MCP server's)
+        would otherwise leave the directory behind when the signal lands between its steps; they
+        are delivered as soon as the lock is given back."""
+        blocked = _block_signals()
+        try:
+            self._release()
+        finally:
+            _unblock_signals(blocked)
+
+    def _release(self):
         self._stop_keepalive()  # before the descriptor it touches is closed
         if self._owner_fd is None:
             return
@@ -255,6 +269,22 @@ class ProjectLock:
             if name.endswith(".tmp") and _is_being_prepared(path):
                 continue  # another waiter's prepared directory
             remove_lock_tree(path)
+
+
+def _block_signals():
+    try:
+        import _signal
+
+        return _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGTERM, _signal.SIGINT})
+    except (ImportError, AttributeError, OSError, ValueError):  # no sigmask here (Windows), or not allowed
+        return None
+
+
+def _unblock_signals(previous):
+    if previous is not None:
+        import _signal
+
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, previous)
 
 
 class _Gate:

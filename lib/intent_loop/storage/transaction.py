@@ -180,8 +180,12 @@ class Transaction:
 
     def _advance(self, lines, events, first_offset):
         offset = first_offset
+        positioned = getattr(self.reducer, "wants_position", False)
         for event, line in zip(events, lines, strict=False):
-            self.reducer.apply(self.verified.state, event)
+            if positioned:  # the cache points at the line instead of copying its text
+                self.reducer.apply(self.verified.state, event, (offset, len(line) - 1))
+            else:
+                self.reducer.apply(self.verified.state, event)
             self.verified.last_line_start = offset
             offset += len(line)
         self.verified.size = offset
@@ -315,7 +319,8 @@ class Mutation:
         self.committed = committed
 
 
-def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None):
+def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None,
+           on_replay=None):
     """One locked, idempotent mutation; returns a Mutation.
 
     `plan(state)` decides the events from the verified state: a list of Drafts, or Planned(drafts,
@@ -323,7 +328,8 @@ def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, aft
     `replayed` set and appends nothing (the plan does not run); the same id with other
     parameters fails REQUEST_ID_REUSED. `after_commit(tx, mutation)` runs while the lock is
     still held (the Guard file is written there); its return value is `mutation.committed`.
-    `resume` is a lock-free read's Verified to continue from (see Transaction).
+    `resume` is a lock-free read's Verified to continue from (see Transaction). `on_replay(tx,
+    mutation)` runs under the lock for an exact retry, which appends nothing and runs no plan.
     """
     check_request_id(request_id)
     fingerprint = request_fingerprint(operation, params)
@@ -335,7 +341,10 @@ def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, aft
                     ErrorCode.REQUEST_ID_REUSED,
                     f"request id {request_id!r} was already used for a different operation; use a new id",
                 )
-            return Mutation(stored, replayed=True)
+            replay = Mutation(stored, replayed=True)
+            if on_replay is not None:  # still under the lock: a retry may finish side effects (see callers)
+                on_replay(tx, replay)
+            return replay
         planned = plan(tx.state)
         if not isinstance(planned, Planned):
             planned = Planned(planned)

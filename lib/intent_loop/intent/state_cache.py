@@ -1,0 +1,498 @@
+"""The project state in the sharded cache: what is split off, and how text comes back from the ledger.
+
+The root (storage/cache_store.py) keeps seq, last_change, the durable-claim index and the
+candidates' lifecycle; each task is a shard `t-<task_id>`, session links live in 256 buckets
+`s-xx` and promotion signals in 256 buckets `g-xx` (the reducer keys them by a digest of the
+normalized statement, so no text is a key). Shards hold positions and lifecycle only: a claim is
+`[state, seq, ended_by, ref]`, a label or a publication is a ref, and a ref is
+`[offset, length, event_id, payload path...]` of the verified ledger line the text is in.
+Loading a shard preads those lines, re-checks each one's own hash, its event id, project, task
+and event type, and takes the claim, label, candidate statement or publication from there;
+provenance (which decides what hooks may show) is derived from the event type, never read from
+the cache.
+
+In memory the state keeps the dict shape every consumer uses (`state["tasks"][id]["claims"]`
+...): the maps are `LazyMap`s that load a shard on first access. A shard or pointer that fails a
+check makes the cache untrusted: the state is re-folded from the first ledger byte up to the
+root's checkpoint, what was not loaded yet is taken from that fold, and the next save rewrites
+every shard.
+"""
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage.cache_store import LazyMap, Untrusted
+from intent_loop.storage.canonical import dumps, loads, sha256_hex
+
+CLAIM_STATES = ("active", "superseded", "invalidated")
+MODES = ("on", "off", "private")
+# Where each claim-adding event keeps its claims, and the provenance that event gives them.
+CLAIM_SOURCES = {
+    "task_started": ("initial_claims", "direct"),
+    "claim_added": ("claim", "direct"),
+    "claim_replaced": ("claim", "direct"),
+    "candidate_confirmed": ("claim", "candidate"),
+    "graph_imported": ("claims", "import"),
+}
+MAPS = ("tasks", "sessions", "signals", "candidates")
+# Lifecycle a task has only sometimes: the mode the user set while the agent changed it, and the
+# seq of the agent's last proposal (issue 13), each with the check its cached value must pass.
+OPTIONAL_TASK_KEYS = {"guard_mode": lambda v: v in MODES, "proposal_seq": lambda v: type(v) is int and v >= 0}
+
+
+def _task_shard(ik):
+    return "t-" + ik
+
+
+def _session_shard(ik):
+    return "s-" + sha256_hex(ik.encode("utf-8"))[:2]
+
+
+def _signal_shard(ik):
+    return "g-" + ik[:2]
+
+
+def _candidate_shard(_ik):
+    return "c"
+
+
+SHARD_OF = {"tasks": _task_shard, "sessions": _session_shard, "signals": _signal_shard,
+            "candidates": _candidate_shard}
+
+
+def _not_cacheable():
+    return ValueError("a text without its ledger position cannot be cached")
+
+
+# -- writing ----------------------------------------------------------------------------------
+def _encode_task(task):
+    refs = task.get("refs", {})
+    label = refs.get("label") if task["label"] is not None else None
+    published = refs.get("published") if task["published"] is not None else None
+    if (task["label"] is not None and label is None) or (task["published"] is not None and published is None):
+        raise _not_cacheable()
+    claims = {}
+    for claim_id, record in task["claims"].items():
+        if record.get("at") is None:
+            raise _not_cacheable()
+        claims[claim_id] = [record["state"], record["seq"], record["ended_by"], record["at"]]
+    out = {"mode": task["mode"], "created_at": task["created_at"], "changed_at": task["changed_at"],
+           "changed_seq": task["changed_seq"], "last_seq": task["last_seq"], "claim_events": task["claim_events"],
+           "observations": task["observations"], "publications": task["publications"], "label": label,
+           "published": published, "claims": claims}
+    for key in OPTIONAL_TASK_KEYS:
+        if key in task:
+            out[key] = task[key]
+    return out
+
+
+def _encode_candidates(candidates):
+    out = {}
+    for candidate_id, c in candidates.items():
+        if c.get("at") is None:
+            raise _not_cacheable()
+        out[candidate_id] = [c["state"], c["seq"], c["at"]]
+    return out
+
+
+def _encode_durable(state, source):
+    """{claim_id: [task_id, seq, ref]}: the hook view builds other tasks' durable records from
+    the root alone. A task not loaded since the root was read still has the root's entry."""
+    tasks = state["tasks"]
+    out = {}
+    for claim_id, task_id in state["durable"].items():
+        if source is not None and not source.recovered and not tasks.is_loaded(task_id):
+            out[claim_id] = source.root["durable"][claim_id]
+            continue
+        record = tasks[task_id]["claims"][claim_id]
+        if record.get("at") is None:
+            raise _not_cacheable()
+        out[claim_id] = [task_id, record["seq"], record["at"]]
+    return out
+
+
+def durable_record(state, task_id, claim_id):
+    """The record of an active long-term claim, from the root's pointer while its task is not loaded."""
+    source = _source_of(state)
+    tasks = state["tasks"]
+    if source is None or source.recovered or tasks.is_loaded(task_id):
+        task = tasks.get(task_id)
+        return None if task is None else task["claims"].get(claim_id)
+    return source.durable_record(claim_id) or tasks[task_id]["claims"].get(claim_id)
+
+
+def _stored(state, field):
+    """A map's items as a plain dict, for plain and lazy states alike."""
+    value = state[field]
+    return value.stored() if isinstance(value, LazyMap) else value
+
+
+def _source_of(state):
+    tasks = state["tasks"]
+    return tasks._source if isinstance(tasks, LazyMap) and isinstance(tasks._source, _Source) else None
+
+
+def split(state):
+    """(root state, {shard name: data}, the Store it was loaded from or None, on_saved callback).
+
+    A state folded from the ledger (plain dicts) or recovered after a failed check writes every
+    shard; a cache-backed one only the shards it changed.
+    """
+    source = _source_of(state)
+    full = source is None or source.recovered
+    candidates = state["candidates"]
+    if isinstance(candidates, LazyMap) and not candidates._loaded and source is not None:
+        encoded_candidates = source.root["candidates"]  # never resolved: what the root said still holds
+    else:
+        encoded_candidates = _encode_candidates(_stored(state, "candidates"))
+    root = {"seq": state["seq"], "last_change": state["last_change"], "modes": state["modes"],
+            "durable": _encode_durable(state, source), "candidates": encoded_candidates}
+    shards = {}
+    if full:
+        for task_id, task in _stored(state, "tasks").items():
+            shards[_task_shard(task_id)] = _encode_task(task)
+        for field in ("sessions", "signals"):
+            for ik, value in _stored(state, field).items():
+                shards.setdefault(SHARD_OF[field](ik), {})[ik] = value
+    else:
+        tasks = state["tasks"]
+        for name in tasks.dirty:
+            task = tasks._items.get(name[2:])
+            shards[name] = None if task is None else _encode_task(task)
+        for field in ("sessions", "signals"):
+            mapping = state[field]
+            for name in mapping.dirty:
+                shards[name] = mapping.shard_items(name)
+
+    def on_saved(store):
+        if source is not None:
+            source.store = store
+            source.root = root
+            source.recovered = False
+            for field in MAPS:
+                state[field].dirty.clear()
+
+    return root, shards, (None if full else source.store), on_saved
+
+
+# -- reading ----------------------------------------------------------------------------------
+def _check(condition):
+    if not condition:
+        raise Untrusted("shape")
+
+
+def _is_count(value):
+    return type(value) is int and value >= 0
+
+
+def _is_ref(ref, size=3):
+    return (isinstance(ref, list) and len(ref) >= size and _is_count(ref[0]) and _is_count(ref[1])
+            and isinstance(ref[2], str))
+
+
+class _Source:
+    """Decodes the shards of one loaded root and recovers when one of them fails a check."""
+
+    def __init__(self, reducer, store, root, *, paths, checkpoint):
+        self.reducer = reducer
+        self.store = store
+        self.root = root
+        self.paths = paths
+        self.checkpoint = checkpoint
+        self.maps = {}
+        self.strict = False  # matches(): report a failed check instead of recovering
+        self.recovered = False
+
+    def load(self, lazy, name):
+        try:
+            return self._decode(name)
+        except (Untrusted, KeyError, IndexError, TypeError, ValueError, AttributeError):
+            if self.strict:
+                raise Untrusted(name) from None
+            self._recover(lazy, name)
+            return {}
+
+    def _decode(self, name):
+        if name == "c":
+            return self._candidates(self.root["candidates"])
+        data = self.store.read(name)
+        _check(isinstance(data, dict))
+        if name.startswith("t-"):
+            return {name[2:]: self._task(name[2:], data)}
+        if name.startswith("s-"):
+            _check(all(isinstance(v, str) and _session_shard(k) == name for k, v in data.items()))
+            return data
+        _check(all(isinstance(v, list) and _signal_shard(k) == name and all(isinstance(t, str) for t in v)
+                   for k, v in data.items()))
+        return data
+
+    def _task(self, task_id, enc):
+        claims = enc["claims"]
+        _check(enc["mode"] in MODES and isinstance(claims, dict) and isinstance(enc["claim_events"], list)
+               and isinstance(enc["observations"], dict) and isinstance(enc["publications"], dict)
+               and all(isinstance(enc[k], str) for k in ("created_at", "changed_at"))
+               and all(_is_count(enc[k]) for k in ("changed_seq", "last_seq")))
+        refs = [r for r in (enc["label"], enc["published"]) if r is not None]
+        for value in claims.values():
+            _check(isinstance(value, list) and len(value) == 4 and _is_ref(value[3], 4))
+            refs.append(value[3])
+        _check(all(_is_ref(r) for r in refs))
+        events = self.store.events([r[:3] for r in refs])
+        task = {"task_id": task_id, "mode": enc["mode"], "label": None, "created_at": enc["created_at"],
+                "changed_at": enc["changed_at"], "changed_seq": enc["changed_seq"], "last_seq": enc["last_seq"],
+                "claims": {}, "published": None, "claim_events": enc["claim_events"],
+                "observations": enc["observations"], "publications": enc["publications"], "refs": {}}
+        for key, check in OPTIONAL_TASK_KEYS.items():
+            if key in enc:
+                _check(check(enc[key]))
+                task[key] = enc[key]
+        if enc["label"] is not None:
+            event = self._event(events, enc["label"], task_id, "task_started")
+            _check(isinstance(event["payload"].get("label"), str))
+            task["label"] = event["payload"]["label"]
+            task["refs"]["label"] = enc["label"]
+        if enc["published"] is not None:
+            event = self._event(events, enc["published"], task_id, "contract_published")
+            p = event["payload"]
+            task["published"] = {"contract_ref": p["contract_ref"], "version": p["contract_version"],
+                                  "sha256": p["snapshot_sha256"], "event_id": event["event_id"],
+                                  "published_at": event["occurred_at"]}
+            task["refs"]["published"] = enc["published"]
+        for claim_id, (state, seq, ended_by, ref) in claims.items():
+            _check(state in CLAIM_STATES and _is_count(seq) and (ended_by is None or isinstance(ended_by, str)))
+            event = self._event(events, ref, task_id, None)
+            field, provenance = CLAIM_SOURCES[event["event_type"]]
+            where = ref[3:]
+            _check(where[0] == field and len(where) == (1 if field == "claim" else 2))
+            claim = event["payload"][field] if field == "claim" else event["payload"][field][where[1]]
+            _check(isinstance(claim, dict) and claim.get("claim_id") == claim_id)
+            task["claims"][claim_id] = {"claim": claim, "state": state, "seq": seq, "event_id": ref[2],
+                                        "provenance": provenance, "ended_by": ended_by, "actor": event["actor"],
+                                        "at": ref}
+        return task
+
+    def _event(self, events, ref, task_id, event_type):
+        event = events[ref[0]]
+        _check(event["event_id"] == ref[2] and event["task_id"] == task_id
+               and (event_type is None or event["event_type"] == event_type))
+        return event
+
+    def durable_record(self, claim_id):
+        """None after a failed check (the caller then reads the task itself, which recovers)."""
+        try:
+            owner, seq, ref = self.root["durable"][claim_id]
+            _check(isinstance(owner, str) and _is_count(seq) and _is_ref(ref, 4))
+            events = self.store.events([ref[:3]])
+            event = self._event(events, ref, owner, None)
+            field, provenance = CLAIM_SOURCES[event["event_type"]]
+            where = ref[3:]
+            _check(where[0] == field and len(where) == (1 if field == "claim" else 2))
+            claim = event["payload"][field] if field == "claim" else event["payload"][field][where[1]]
+            _check(isinstance(claim, dict) and claim.get("claim_id") == claim_id)
+        except (Untrusted, KeyError, IndexError, TypeError, ValueError, AttributeError):
+            if self.strict:
+                raise Untrusted("durable") from None
+            return None
+        return {"claim": claim, "state": "active", "seq": seq, "event_id": ref[2], "provenance": provenance,
+                "ended_by": None, "actor": event["actor"], "at": ref}
+
+    def _candidates(self, encoded):
+        _check(isinstance(encoded, dict))
+        for value in encoded.values():
+            _check(isinstance(value, list) and len(value) == 3 and _is_ref(value[2]))
+        events = self.store.events([v[2][:3] for v in encoded.values()])
+        out = {}
+        for candidate_id, (state, seq, ref) in encoded.items():
+            _check(state in ("open", "confirmed", "dismissed") and _is_count(seq))
+            event = events[ref[0]]
+            p = event["payload"]
+            _check(event["event_id"] == ref[2] and event["event_type"] in ("candidate_added", "proposal_added")
+                   and p.get("candidate_id") == candidate_id)
+            if event["event_type"] == "proposal_added":  # the agent's proposal: a candidate of its task
+                out[candidate_id] = {"candidate_id": candidate_id, "statement": p["statement"],
+                                     "facets": p["facets"], "signal_key": "proposal:" + candidate_id,
+                                     "state": state, "task_count": 0, "seq": seq, "kind": "proposal",
+                                     "task_id": event["task_id"], "scope": p["scope"], "at": ref}
+                continue
+            out[candidate_id] = {"candidate_id": candidate_id, "statement": p["statement"], "facets": p["facets"],
+                                 "signal_key": p["signal_key"], "state": state, "task_count": p["task_count"],
+                                 "seq": seq, "at": ref}
+        return out
+
+    def _recover(self, lazy, name):
+        """Fold the ledger from its first byte to the root's checkpoint and take what is not loaded."""
+        from intent_loop.storage.ledger import empty_verified, fold_lines, open_ledger, read_range
+
+        fd, _st = open_ledger(self.paths)
+        if fd is None:
+            raise _changed()
+        try:
+            data = read_range(fd, 0, self.checkpoint["size"])
+        finally:
+            from intent_loop.storage import fast_os
+
+            fast_os.close(fd)
+        fresh = fold_lines(data, empty_verified(self.reducer), self.reducer, project_id=self.paths.project_id)
+        if (fresh.size, fresh.count, fresh.last_hash) != (self.checkpoint["size"], self.checkpoint["count"],
+                                                          self.checkpoint["last_hash"]):
+            raise _changed()
+        for field, mapping in self.maps.items():
+            mapping.fill(_stored(fresh.state, field), loading=name if mapping is lazy else None)
+        self.recovered = True
+        if self.store.identity is not None:
+            # Repair the cache now, at the same checkpoint and under the identity its root recorded
+            # (so a ledger that grew since is still caught up from there): otherwise every later
+            # read would meet the same bad shard and fold from the first byte again.
+            from intent_loop.storage import checkpoint
+
+            checkpoint.save(self.paths, self.reducer, fresh, list(self.store.identity))
+
+
+def _changed():
+    return IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN,
+                           "the ledger no longer holds the lines its checkpoint was taken from; "
+                           "run `intent-loop verify`")
+
+
+def join(reducer, root, store, *, paths, checkpoint):
+    """The cache-backed state of a loaded root (shards load on first access)."""
+    _check(isinstance(root, dict) and _is_count(root["seq"]) and isinstance(root["durable"], dict)
+           and isinstance(root["candidates"], dict) and isinstance(root["last_change"], dict)
+           and _is_count(root["last_change"].get("seq"))
+           and (root["last_change"].get("task_id") is None or isinstance(root["last_change"]["task_id"], str))
+           and all(isinstance(k, str) and isinstance(v, list) and v and isinstance(v[0], str)
+                   for k, v in root["durable"].items())
+           and isinstance(root["modes"], dict) and all(m in MODES for m in root["modes"].values()))
+    source = _Source(reducer, store, root, paths=paths, checkpoint=checkpoint)
+    names = list(store.table)
+    task_names = [n for n in names if n.startswith("t-")]
+    source.maps = {
+        "tasks": LazyMap(source, shard_of=_task_shard, names=task_names, known=[n[2:] for n in task_names]),
+        "sessions": LazyMap(source, shard_of=_session_shard, names=[n for n in names if n.startswith("s-")]),
+        "signals": LazyMap(source, shard_of=_signal_shard, names=[n for n in names if n.startswith("g-")]),
+        "candidates": LazyMap(source, shard_of=_candidate_shard, names=["c"] if root["candidates"] else []),
+    }
+    return {"seq": root["seq"], "last_change": dict(root["last_change"]), "modes": dict(root["modes"]),
+            "durable": {claim_id: entry[0] for claim_id, entry in root["durable"].items()}, **source.maps}
+
+
+def materialize(state):
+    """Load every shard of a cache-backed state now, so it stays readable after the ledger or the
+    cache it came from is replaced (a deletion reads the old state after rewriting both). A state
+    is otherwise a view of the cache it was loaded from: read it before such a rewrite, or
+    materialize it."""
+    for field in MAPS:
+        if isinstance(state.get(field), LazyMap):
+            state[field].stored()
+    return state
+
+
+def plain(state, *, strict=False):
+    """Every map of `state` as plain dicts under stored keys (loads every shard): for comparisons."""
+    source = _source_of(state)
+    if source is not None:
+        source.strict = strict
+    try:
+        out = {field: _stored(state, field) for field in MAPS}
+    finally:
+        if source is not None:
+            source.strict = False
+    out.update(seq=state["seq"], last_change=state["last_change"], durable=state["durable"], modes=state["modes"])
+    return out
+
+
+# -- plans: a scratch copy that copies only what it touches --------------------------------------
+_MISSING = object()
+
+
+def _copy(value):
+    return loads(dumps(value))
+
+
+class Overlay:
+    """Copy-on-read view of a map: a plan changes its copies, never the base (nor its cache)."""
+
+    def __init__(self, base):
+        self._base = base
+        self._own = {}
+        self._gone = set()
+
+    def _get(self, key):
+        if key in self._own:
+            return self._own[key]
+        if key in self._gone:
+            return _MISSING
+        value = self._base.get(key, _MISSING)
+        if value is _MISSING:
+            return _MISSING
+        self._own[key] = value = _copy(value)
+        return value
+
+    def get(self, key, default=None):
+        value = self._get(key)
+        return default if value is _MISSING else value
+
+    def __getitem__(self, key):
+        value = self._get(key)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key):
+        return self._get(key) is not _MISSING
+
+    def __setitem__(self, key, value):
+        self._own[key] = value
+        self._gone.discard(key)
+
+    def __delitem__(self, key):
+        if self._get(key) is _MISSING:
+            raise KeyError(key)
+        del self._own[key]
+        self._gone.add(key)
+
+    def setdefault(self, key, default=None):
+        value = self._get(key)
+        if value is _MISSING:
+            self[key] = value = default
+        return value
+
+    def pop(self, key, *default):
+        value = self._get(key)
+        if value is _MISSING:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        del self[key]
+        return value
+
+    def mark(self, key):
+        pass
+
+    def __json__(self):
+        return dict(self.items())
+
+    def __iter__(self):
+        keys = [k for k in self._base if k not in self._gone]
+        keys += [k for k in self._own if k not in self._gone and k not in self._base]
+        return iter(keys)
+
+    def keys(self):
+        return list(self)
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def __len__(self):
+        return len(list(self))
+
+    def __bool__(self):
+        return len(self) > 0
+
+
+def scratch(state):
+    """A copy of `state` a plan may fold drafts into; a cache-backed state is copied lazily."""
+    if not any(isinstance(state.get(field), LazyMap) for field in MAPS):
+        return _copy(state)
+    out = {k: (Overlay(v) if isinstance(v, LazyMap) else _copy(v)) for k, v in state.items()}
+    return out
