@@ -301,7 +301,7 @@ def test_recover_torn_and_corrupt_tail(cli, project):
     assert dry["verified_bytes"] == len(good) and dry["error"]["code"] == "LEDGER_MALFORMED"
     r = cli.json("recover", "--apply")
     assert open(project.ledger, "rb").read() == good
-    assert open(r["quarantine"], "rb").read() == b'{"actor":"user","garbage"\n{"partial'
+    assert open(r["quarantine"], "rb").read() == b'{"actor":"user","garbage"\n'  # the partial line: digest only
     assert cli("verify")[0] == 0
     with open(project.ledger, "ab") as fh:
         fh.write(b'{"partial')
@@ -396,3 +396,22 @@ def test_help_of_every_command(cli):
                  ["contract", "validate"], ["contract", "publish"], ["doctor"], ["recover"], ["verify"]):
         rc, out, _ = cli(*argv, "--help")
         assert rc == 0, argv
+
+
+def test_recover_never_keeps_a_torn_partial_line_verbatim(cli, project):
+    """Issue 12 item 4: the damaged suffix's complete lines go to quarantine as the manifest
+    describes them; a torn partial last line only by its byte length and SHA-256 (seed 000)."""
+    import hashlib
+
+    original, lines = _damaged_middle(cli, project)
+    secret = b'{"actor":"user","payload":{"statement":"TORN-SECRET-4411'
+    with open(project.ledger, "ab") as fh:
+        fh.write(secret)
+    r = cli.json("recover", "--apply")
+    suffix = open(r["quarantine"], "rb").read()
+    assert b"TORN-SECRET-4411" not in suffix and suffix.endswith(b"\n")
+    manifest = json.load(open(r["quarantine"].replace("-suffix.jsonl", "-suffix.manifest.json")))
+    assert manifest["torn_tail"] == {"byte_length": len(secret), "sha256": hashlib.sha256(secret).hexdigest()}
+    assert manifest["byte_length"] == len(suffix)
+    for name in os.listdir(project.quarantine_dir):
+        assert b"TORN-SECRET-4411" not in open(os.path.join(project.quarantine_dir, name), "rb").read()

@@ -102,7 +102,9 @@ def cmd_recover(args, console):
         if result["exported"]:
             console.out(f"exported the verified prefix to {result['exported']}")
         if result["applied"]:
-            console.out(f"ledger cut to {result['verified_lines']} lines; suffix moved to {result['quarantine']}")
+            where = result["quarantine"]
+            moved = f"suffix moved to {where}" if where else "no complete line to keep"
+            console.out(f"ledger cut to {result['verified_lines']} lines; {moved}")
         elif error is not None and not args.apply:
             console.out("dry run: nothing changed; `intent-loop recover --apply` cuts the ledger back")
     return 0

@@ -103,6 +103,19 @@ def copy_range(fd, start, end, path):
     return digest.hexdigest()
 
 
+def _after_last_lf(fd, start, end):
+    """The offset just after the last LF in bytes [start, end) of an open file, or `start`."""
+    position = end
+    while position > start:
+        low = max(start, position - _COPY)
+        chunk = fast_os.pread(fd, position - low, low)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            return low + cut + 1
+        position = low
+    return start
+
+
 def export_prefix(fd, size, path):
     """Write the verified prefix (bytes [0, size) of the open ledger) to `path`, copied in the kernel."""
     from intent_loop.storage.atomic import replace_atomically
@@ -134,10 +147,18 @@ def cut_to_verified_prefix(paths, *, deadline, on_progress=None):
             error = found.error
             suffix_name, manifest_name = quarantine.recovered_suffix_names(time.time())
             suffix_path = fast_os.path.join(paths.quarantine_dir, suffix_name)
-            suffix_sha = copy_range(fd, found.size, found.ledger_bytes, suffix_path)
-            manifest = {"kind": "recovered_suffix", "byte_length": found.ledger_bytes - found.size,
+            # Complete lines of the damaged suffix are kept, as the manifest describes them; a torn
+            # partial last line never is (seed 000: only its byte length and SHA-256).
+            lines_end = _after_last_lf(fd, found.size, found.ledger_bytes)
+            suffix_sha = copy_range(fd, found.size, lines_end, suffix_path) if lines_end > found.size else None
+            manifest = {"kind": "recovered_suffix", "byte_length": lines_end - found.size,
                         "sha256": suffix_sha, "offset": found.size, "first_bad_line": error.line,
                         "error_code": error.code, "reason": error.message, "verified_lines": found.count}
+            if suffix_sha is None:
+                suffix_path = None
+            if lines_end < found.ledger_bytes:
+                torn = fast_os.pread(fd, found.ledger_bytes - lines_end, lines_end)
+                manifest["torn_tail"] = {"byte_length": len(torn), "sha256": hashlib.sha256(torn).hexdigest()}
             replace_atomically(fast_os.path.join(paths.quarantine_dir, manifest_name),
                                canonical_bytes(manifest) + b"\n", mode=0o600)
             replace_atomically(paths.ledger, b"", prefix=(fd, found.size))
