@@ -193,11 +193,15 @@ def resolve_task(state, prefix):
 def _propose_candidates(plan, task_id):
     """A signal seen in >= 3 distinct tasks becomes a candidate (never a claim) until confirmed."""
     task = plan.state["tasks"][task_id]
-    known = {c["signal_key"] for c in plan.state["candidates"].values()}
+    known = None  # the candidates' keys: read (each from its ledger line) only once a signal is due
     for record in active_claims(task):
         claim = record["claim"]
         key = signal_key(claim["statement"], claim["facets"])
-        if key in known or len(plan.state["signals"].get(signal_digest(key), ())) < PROMOTION_TASKS:
+        if len(plan.state["signals"].get(signal_digest(key), ())) < PROMOTION_TASKS:
+            continue
+        if known is None:
+            known = {c["signal_key"] for c in plan.state["candidates"].values()}
+        if key in known:
             continue
         known.add(key)
         plan.add(Draft("candidate_added", task_id, "system", {
