@@ -234,3 +234,9 @@ def test_a_missing_final_lf_loses_no_claim_and_no_guard_version(env, ws):
     old = guard["envelope"]
     assert any((p["contract_ref"], p["contract_version"], p["snapshot_sha256"])
                == (old["contract_ref"], old["contract_version"], old["snapshot_sha256"]) for p in published)
+
+
+def test_timeline_with_an_unknown_actor_is_a_usage_error(env, ws):
+    _linked(env, ws)
+    proc, _t = _cli(env, ws, "timeline", "--actor", "bogus")
+    assert proc.returncode == 2 and "bogus" in proc.stderr

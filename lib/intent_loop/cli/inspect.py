@@ -52,7 +52,8 @@ def register(subparsers):
     p.add_argument("--jsonl", action="store_true", help="one JSON object per event and line")
     add_task_option(p)
     p.add_argument("--session", metavar="ID", help="a Codex session id (matched by its hash)")
-    p.add_argument("--actor", metavar="A", help="user, agent, evidence or system")
+    p.add_argument("--actor", metavar="A", choices=("user", "agent", "evidence", "system"),
+                   help="user, agent, evidence or system")
     p.add_argument("--type", metavar="T", dest="event_type", help="an event type, e.g. claim_added")
     p.add_argument("--since", metavar="RFC3339", help="only events at or after this time")
     p.add_argument("--until", metavar="RFC3339", help="only events at or before this time")
