@@ -415,3 +415,15 @@ def test_recover_never_keeps_a_torn_partial_line_verbatim(cli, project):
     assert manifest["byte_length"] == len(suffix)
     for name in os.listdir(project.quarantine_dir):
         assert b"TORN-SECRET-4411" not in open(os.path.join(project.quarantine_dir, name), "rb").read()
+
+
+def test_verify_text_names_a_torn_tail_and_no_line_none(cli, project):
+    cli.json("claim", "add", "goal", "ship", "it")
+    with open(project.ledger, "ab") as fh:
+        fh.write(b'{"act')
+    rc, out, _err = cli("verify")
+    assert rc == 0 and "ledger OK" in out and "torn partial last line of 5 bytes" in out
+    os.rename(project.ledger, project.ledger + ".moved")
+    os.symlink(project.ledger + ".moved", project.ledger)
+    rc, out, _err = cli("verify")
+    assert rc == 1 and "line None" not in out and "UNSAFE_PATH" in out

@@ -56,12 +56,14 @@ def cmd_verify(args, console):
                      else {"ok": all(r["ok"] for r in results), "projects": results})
     for result in results if not args.json else ():
         if result["ok"]:
+            torn = f"; a torn partial last line of {result['torn_tail_bytes']} bytes follows (the next change " \
+                   "sets it aside)" if result.get("torn_tail_bytes") else ""
             console.out(f"{result['project_id'][:12]} ledger OK: {result['events']} events, {result['bytes']} bytes, "
-                        f"last hash {result['last_hash']}")
+                        f"last hash {result['last_hash']}{torn}")
         else:
             error = result["error"]
-            console.out(f"{result['project_id'][:12]} ledger DAMAGED at line {error.get('line')}: "
-                        f"{error['code']}: {error['message']}")
+            where = f" at line {error['line']}" if error.get("line") is not None else ""  # UNSAFE_PATH has none
+            console.out(f"{result['project_id'][:12]} ledger DAMAGED{where}: {error['code']}: {error['message']}")
     if args.all_projects and not results and not args.json:
         console.out("no projects under the data root")
     return 0 if all(r["ok"] for r in results) else 1
