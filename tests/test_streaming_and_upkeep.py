@@ -439,3 +439,22 @@ def test_a_command_prompt_during_a_rebuild_writes_nothing_and_says_so(cli, monke
     assert os.path.getsize(project.ledger) == before  # nothing written
     assert checkpoint.load(project, REDUCER).verified.count == 302  # rebuilt after the answer
     assert not os.path.exists(os.path.join(cli.env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"))
+
+
+def test_doctor_re_derives_the_state_and_names_a_cache_that_differs(cli):
+    """Issue 12 item 1: verify and doctor once said OK over a forged cache. doctor now re-derives
+    the state, names the difference (CACHE_MISMATCH) and rebuilds the cache from the ledger."""
+    project, task = _task_with(cli, 2)
+    claim = next(iter(ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"]))
+
+    def forge(data):
+        data["claims"][claim][0] = "invalidated"
+
+    _edit_task_shard(project, task, forge)
+    report = cli.json("doctor", expect=1)
+    cache = next(c for c in report["checks"] if c["name"] == "cache")
+    assert not cache["ok"] and "CACHE_MISMATCH" in cache["detail"]
+    assert ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] == "active"
+    _rc, out, _err = cli("doctor", "--json")  # rebuilt: the next doctor finds them equal
+    cache = next(c for c in json.loads(out)["checks"] if c["name"] == "cache")
+    assert cache["ok"]

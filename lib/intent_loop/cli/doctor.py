@@ -164,6 +164,26 @@ def _runtime_check(root):
     return _check("runtime", True, f"{runtime} is a real directory" if os.path.isdir(runtime) else "not extracted yet")
 
 
+def _check_project(paths, broken, diverged):
+    """Verify a project's whole chain and re-derive its state, comparing it with the cache (the
+    daily scrub, run now): a difference is rebuilt and named, never silently believed."""
+    from intent_loop.storage import cache_upkeep
+
+    findings = []
+    try:
+        outcome = cache_upkeep.scrub(paths, REDUCER, report=findings.append)
+        if outcome == "busy":  # a hook's child is rebuilding right now: verify without comparing
+            verify_all(paths, REDUCER, leave_checkpoint=True)
+    except IntentLoopError as exc:
+        findings.append(exc)
+    for finding in findings:
+        if finding.code == ErrorCode.CACHE_MISMATCH:
+            diverged.append(paths.project_id[:12])
+        else:
+            line = f"line {finding.line} " if finding.line is not None else ""
+            broken.append(f"{paths.project_id[:12]}: {line}{finding.code}")
+
+
 def cmd_doctor(args, console):
     checks = []
     try:
@@ -186,14 +206,11 @@ def cmd_doctor(args, console):
     checks.append(_check("old_runtimes", not old, describe_runtimes(old) if old else "none left by earlier builds",
                          "run `intent-loop install --apply`, which removes them"))
     if root is not None:
-        broken, residue, q_count, q_bytes = [], [], 0, 0
+        broken, diverged, residue, q_count, q_bytes = [], [], [], 0, 0
         project_ids = projects(root)
         for project_id in project_ids:
             ppaths = ProjectPaths(root, project_id)
-            try:
-                verify_all(ppaths, REDUCER, leave_checkpoint=True)
-            except IntentLoopError as exc:
-                broken.append(f"{project_id[:12]}: line {exc.line} {exc.code}")
+            _check_project(ppaths, broken, diverged)
             names = _lock_residue(ppaths.dir)
             residue.extend(f"{project_id[:12]}/{n}" for n in names)
             count, size = _quarantine(ppaths.dir)
@@ -201,6 +218,10 @@ def cmd_doctor(args, console):
         checks.append(_check("chains", not broken,
                              f"{len(project_ids)} projects verified" if not broken else "damaged: " + "; ".join(broken),
                              "run `intent-loop recover` in the damaged project's directory"))
+        checks.append(_check("cache", not diverged,
+                             "every project's cache matches what its ledger folds to" if not diverged else
+                             f"{ErrorCode.CACHE_MISMATCH} (rebuilt from the ledger): " + ", ".join(diverged),
+                             "nothing to do: the cache was rebuilt; if it recurs, something edits cache/"))
         checks.append(_check("lock_residue", not residue,
                              "no lock directories left" if not residue else "left: " + ", ".join(residue),
                              "if no intent-loop process runs, the next mutation cleans it; otherwise wait"))
