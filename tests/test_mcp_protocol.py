@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from helpers import mcp_client
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
 from intent_loop.intent.state import REDUCER
 from intent_loop.mcp.tool_table import TOOL_NAMES
@@ -20,26 +21,9 @@ READ_TOOLS = {"intent_status", "intent_get_snapshot", "intent_list_candidates", 
 DESTRUCTIVE = {"intent_delete", "intent_set_mode"}
 
 
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "mcp-home"
-    home.mkdir()
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "INTENT_LOOP_DATA_DIR": str(tmp_path / "mcp-data")}
-
-
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "mcp-ws"
-    path.mkdir()
-    return str(path)
-
-
-@pytest.fixture
-def server(env):
-    with McpServer(env) as running:
-        running.initialize()
-        yield running
+env = mcp_client.env  # the shared fixtures, by the names the tests ask for
+ws = mcp_client.ws
+server = mcp_client.server
 
 
 def test_initialize_echoes_the_version_and_opts_into_sandbox_metadata(env):

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from helpers import mcp_client
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
@@ -17,26 +18,9 @@ pytestmark = pytest.mark.skipif(not os.access(MCP_BINARY, os.X_OK),
 SESSION = "019b0000-0000-7000-8000-000000000001"
 
 
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "mcp-home"
-    home.mkdir()
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "INTENT_LOOP_DATA_DIR": str(tmp_path / "mcp-data")}
-
-
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "mcp-ws"
-    path.mkdir()
-    return str(path)
-
-
-@pytest.fixture
-def server(env):
-    with McpServer(env) as running:
-        running.initialize()
-        yield running
+env = mcp_client.env  # the shared fixtures, by the names the tests ask for
+ws = mcp_client.ws
+server = mcp_client.server
 
 
 def typed(env, ws, prompt, *, session=SESSION, turn="turn-0"):

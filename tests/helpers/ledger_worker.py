@@ -71,18 +71,7 @@ def _stop_hook(step, sig):
 
     from intent_loop.storage import fast_os as lib_os
 
-    real_open, real_write = lib_os.open, lib_os.write
-    append_fds = set()
-
-    def open_(path, flags, *args, **kwargs):
-        fd = real_open(path, flags, *args, **kwargs)
-        if os.fspath(path).endswith(os.sep + "ledger.jsonl") and flags & os.O_APPEND:
-            append_fds.add(fd)
-        return fd
-
-    def write(fd, data):
-        if fd not in append_fds:
-            return real_write(fd, data)
+    def append_write(real_write, fd, data):
         if step == "appending":
             stop()
         if step == "appended-partly":
@@ -95,12 +84,13 @@ def _stop_hook(step, sig):
             stop()
         return written
 
-    lib_os.rename, lib_os.replace, lib_os.open, lib_os.write = rename, replace, open_, write
+    lib_os.rename, lib_os.replace = rename, replace
+    _wrap_ledger_appends(append_write)
 
 
-def _slow_appends(pause):
-    """IL_TEST_SLOW_APPEND=<seconds>: an append writes one line per write() with a pause after
-    each, so a test that kills the worker at random lands between the lines of a request."""
+def _wrap_ledger_appends(append_write):
+    """Route the library's write() calls on a descriptor opened O_APPEND on the ledger through
+    `append_write(real_write, fd, data)`; every other write goes straight through."""
     from intent_loop.storage import fast_os as lib_os
 
     real_open, real_write = lib_os.open, lib_os.write
@@ -115,13 +105,22 @@ def _slow_appends(pause):
     def write(fd, data):
         if fd not in append_fds:
             return real_write(fd, data)
+        return append_write(real_write, fd, data)
+
+    lib_os.open, lib_os.write = open_, write
+
+
+def _slow_appends(pause):
+    """IL_TEST_SLOW_APPEND=<seconds>: an append writes one line per write() with a pause after
+    each, so a test that kills the worker at random lands between the lines of a request."""
+    def append_write(real_write, fd, data):
         data = bytes(data)
         stop = data.find(b"\n") + 1 or len(data)
         written = real_write(fd, data[:stop])
         time.sleep(pause)
         return written
 
-    lib_os.open, lib_os.write = open_, write
+    _wrap_ledger_appends(append_write)
 
 
 def _options(argv):

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MCP_BINARY = os.path.join(REPO, "dist", "intent-loop-mcp")
 INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {"experimental": {"codex/auth-change": {}}},
@@ -122,3 +124,26 @@ def run_hook(event, env, *, cwd, session_id, prompt=None, turn_id="turn-0", sour
     assert proc.returncode == 0, proc.stderr
     settle(env["INTENT_LOOP_DATA_DIR"], str(cwd))
     return json.loads(proc.stdout)
+
+
+# The fixtures both MCP test modules use (each assigns them to its own names).
+@pytest.fixture
+def env(tmp_path):
+    home = tmp_path / "mcp-home"
+    home.mkdir()
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+            "INTENT_LOOP_DATA_DIR": str(tmp_path / "mcp-data")}
+
+
+@pytest.fixture
+def ws(tmp_path):
+    path = tmp_path / "mcp-ws"
+    path.mkdir()
+    return str(path)
+
+
+@pytest.fixture
+def server(env):
+    with McpServer(env) as running:
+        running.initialize()
+        yield running
