@@ -160,13 +160,14 @@ _NEXT_STEP = {
 
 
 def failure_code(exc):
-    from intent_loop.errors import IntentLoopError
+    from intent_loop.errors import ErrorCode, IntentLoopError
+    from intent_loop.hook.runtime import HookDeadline  # loaded already: it runs every hook
 
     if isinstance(exc, IntentLoopError):
         return exc.code
-    if type(exc).__name__ == "HookDeadline":
-        return "DEADLINE_EXCEEDED"
-    return "INTERNAL_ERROR"
+    if isinstance(exc, HookDeadline):
+        return ErrorCode.DEADLINE_EXCEEDED
+    return ErrorCode.INTERNAL_ERROR
 
 
 def failure_line(exc, *, count):
