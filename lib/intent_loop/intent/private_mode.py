@@ -13,14 +13,16 @@ def control_path(paths, session_hash):
     return fast_os.path.join(paths.private_dir, f"{session_hash}.json")
 
 
+CONTROL_CAP = 4096
+
+
 def read_control(paths, session_hash):
     """The control record of a session, or None (read path: creates nothing)."""
-    path = control_path(paths, session_hash)
-    try:
-        if paths_mod.check_regular_file(path) is None:
+    try:  # bounded, never through a link or a FIFO (a control file is a few hundred bytes)
+        data = paths_mod.read_capped(control_path(paths, session_hash), CONTROL_CAP)
+        if data is None:
             return None
-        with open(path, "rb") as fh:
-            record = loads(fh.read())
+        record = loads(data)
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("project_id") != paths.project_id:
