@@ -89,7 +89,7 @@ class Project:
 
     def restore(self):
         shutil.rmtree(self.paths.dir)
-        shutil.copytree(self.pristine, self.paths.dir)
+        measure.copy_tree(self.pristine, self.paths.dir)  # page-sized writes: measure.py says why
         shutil.rmtree(self.workspace / ".execution-fidelity", ignore_errors=True)
         os.sync()  # the copy's writeback must not land inside the measured command
 

@@ -17,6 +17,14 @@ that keeps nothing (it reads the child's output in 64 KiB pieces, keeping only i
 tail of stderr), so a measured process's peak RSS reads its own, never below the helper's
 ~10 MB. The helper times the child itself, from just before `posix_spawn` to `wait4`.
 
+What "written" counts depends on how the file's pages sit in the page cache. On Linux 6.x ext4
+caches a file in large folios when it was written in large pieces (sendfile, one big write), and
+dirtying one byte of a folio counts (and later writes back) the whole folio: one 32-byte slot
+written into a request index that `shutil.copyfile` had put back reads as 128 KiB. intent-loop
+itself writes those files in small pieces (an index slot, an appended line), so the benchmarks
+restore their projects with `copy_tree`, which writes every file in page-sized pieces as those
+writers leave them; a cold file read back from disk is cached in small folios either way.
+
 Where the subreaper is not available (not Linux), the detached work is waited for with the
 caller's `wait_for` (pending_work.wait_idle) and bytes are reported as unknown (None).
 """
@@ -140,6 +148,30 @@ def run(cmd, *, data=b"", env=None, cwd=None, capture=True, wait_for=None, timeo
     result["stdout"] = result["stdout"].encode("latin-1")
     result["stderr"] = result["stderr"].encode("latin-1")
     return Run(**result)
+
+
+PAGE = 4096
+
+
+def copy_in_pages(source, target):
+    """shutil copy function: the bytes of `source` written to `target` one page per write(2),
+    mode copied (see the module docstring for why not sendfile)."""
+    import shutil
+
+    with open(source, "rb") as src, open(target, "wb", buffering=0) as dst:
+        while True:
+            page = src.read(PAGE)
+            if not page:
+                break
+            dst.write(page)
+    shutil.copymode(source, target)
+    return target
+
+
+def copy_tree(source, target):
+    import shutil
+
+    return shutil.copytree(source, target, copy_function=copy_in_pages)
 
 
 def percentile(samples, fraction):
