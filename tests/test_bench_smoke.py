@@ -49,7 +49,7 @@ def test_history_writes_exactly_the_events_asked_for(tmp_path):
 
 def test_bench_cache_quick_prints_its_figures(tmp_path):
     out = run_script("bench_cache.py", "--quick", tmp_path=tmp_path)
-    assert "v2.root" in out and "hook read path:" in out and "written to cache/" in out
+    assert "cache root: v3.root" in out and "hook read path:" in out and "written to cache/" in out
 
 
 def test_history_refuses_fewer_events_than_a_task_start(tmp_path):

@@ -17,6 +17,7 @@ from intent_loop.intent.state_cache import materialize
 from intent_loop.ops import apply_commands
 from intent_loop.storage import cache_store, checkpoint, ledger
 from intent_loop.storage.paths import session_hash
+from tests.helpers.cache_files import shard_file
 
 SESSION = session_hash("cache-v2-session")
 FORGED = "FORGED words the user never typed"
@@ -46,11 +47,6 @@ def write_doc(path, doc):
 
 def root_path(project):
     return os.path.join(project.cache_dir, checkpoint.ROOT_FILE)
-
-
-def shard_file(project, name):
-    entry = read_doc(root_path(project))["shards"][name]
-    return cache_store.shard_path(project, name, entry % 2)
 
 
 def edit_shard(project, name, change):
@@ -204,7 +200,7 @@ def test_a_stale_shard_is_detected(project, workspace):
 def test_a_shard_ahead_of_the_root_is_detected(project, workspace):
     task_id = seeded(project, workspace)
     name = "t-" + task_id
-    root_before = read_doc(root_path(project))
+    named = shard_file(project, name)  # where the old root (through its page) looks
     with open(root_path(project), "rb") as fh:
         old_root = fh.read()
     run(project, workspace, "intent: must add the newest rule")
@@ -212,7 +208,6 @@ def test_a_shard_ahead_of_the_root_is_detected(project, workspace):
         newer = fh.read()
     with open(root_path(project), "wb") as fh:  # killed after the shard, before the root
         fh.write(old_root)
-    named = cache_store.shard_path(project, name, root_before["shards"][name] % 2)
     with open(named, "wb") as fh:  # and the newer version sits where the old root looks
         fh.write(newer)
 
@@ -242,7 +237,7 @@ def test_a_crash_between_the_shards_and_the_root_leaves_a_cache_that_still_reads
 def test_format_1_state_and_seen_files_are_ignored_and_replaced(project, workspace):
     task_id = seeded(project, workspace)
     for name in os.listdir(project.cache_dir):
-        if name.startswith("v2."):
+        if name.startswith(("v2.", cache_store.SHARD_PREFIX)):
             os.unlink(os.path.join(project.cache_dir, name))
     verified = ledger.verify_all(project, REDUCER)
     forged = {"format": 1, "reducer": "project-state-1", "project_id": project.project_id,
@@ -255,6 +250,32 @@ def test_format_1_state_and_seen_files_are_ignored_and_replaced(project, workspa
     assert seen_now(project, workspace) == truth(project, workspace)
     assert os.path.isfile(root_path(project))
     assert not os.path.exists(os.path.join(project.cache_dir, "state.json"))
+
+
+def test_format_2_files_are_ignored_and_removed_but_seen_records_stay(project, workspace):
+    """Format 2 named every shard in one flat table inside `v2.root`; format 3 reads none of it,
+    and its first full save removes the old root and shards (never a hook's `v2.seen-*` record)."""
+    task_id = seeded(project, workspace)
+    for name in os.listdir(project.cache_dir):
+        if name.startswith(cache_store.SHARD_PREFIX):
+            os.unlink(os.path.join(project.cache_dir, name))
+    verified = ledger.verify_all(project, REDUCER)
+    old_root = {"format": 2, "reducer": REDUCER.version, "project_id": project.project_id, "gen": "0" * 16,
+                "identity": [0, 0, 0, 0], "shards": {"t-" + task_id: 2},
+                "verified": {"size": verified.size, "count": verified.count, "last_hash": verified.last_hash,
+                             "last_line_start": verified.last_line_start, "missing_lf": False},
+                "state": {"seq": 1}}
+    write_doc(os.path.join(project.cache_dir, "v2.root"), old_root)
+    write_doc(os.path.join(project.cache_dir, f"v2.t-{task_id}.0"), {"gen": "0" * 16, "name": "t-" + task_id,
+                                                                     "count": 1, "data": {"label": FORGED}})
+    seen = os.path.join(project.cache_dir, f"v2.seen-{SESSION}.json")
+    with open(seen, "wb") as fh:
+        fh.write(b"{}")
+
+    assert seen_now(project, workspace) == truth(project, workspace)
+    names = os.listdir(project.cache_dir)
+    assert checkpoint.ROOT_FILE in names and "v2.root" not in names and f"v2.t-{task_id}.0" not in names
+    assert os.path.exists(seen)
 
 
 # -- what a mutation writes -----------------------------------------------------------------------
@@ -270,8 +291,32 @@ def test_a_mutation_writes_only_the_root_and_the_shards_it_changed(project, work
 
     assert written[-1] == checkpoint.ROOT_FILE
     shards = sorted(n.rsplit(".", 1)[0] for n in written[:-1])  # the task, and the bucket of the new signal
-    assert len(shards) == 2 and shards[0].startswith("v2.g-") and shards[1] == "v2.t-" + task_id
+    assert len(shards) == 2 and shards[0].startswith("v3.g-") and shards[1] == "v3.t-" + task_id
+    root = read_doc(root_path(project))
+    assert {n[3:] for n in shards} <= set(root["recent"])  # their entries wait in the root
     assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
+
+
+def test_recent_entries_are_folded_into_the_pages_and_the_root_stays_small(project, workspace, monkeypatch):
+    """The root names pages, never every task, so it does not grow with the history: once `recent`
+    passes its limit a save writes the pages it touches and empties it."""
+    run(project, workspace, "intent: new\nintent: goal the first task", session=session_hash("first"))
+    sizes, flushes = [], []
+    real = cache_store.write_framed
+    monkeypatch.setattr(cache_store, "write_framed", lambda path, doc: (
+        flushes.append(os.path.basename(path)) if ".p-" in os.path.basename(path) else None, real(path, doc)))
+    for n in range(cache_store.RECENT_LIMIT + 8):
+        run(project, workspace, f"intent: new\nintent: goal task number {n}", session=session_hash(f"s{n}"))
+        root = read_doc(root_path(project))
+        sizes.append(os.path.getsize(root_path(project)))
+        assert len(root["recent"]) <= cache_store.RECENT_LIMIT
+    assert flushes, "recent never folded into a page"
+    assert max(sizes) < 8 << 10
+    state = ledger.verify_all(project, REDUCER).state
+    assert len(state["tasks"]) == cache_store.RECENT_LIMIT + 9
+    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
+    cached = checkpoint.load(project, REDUCER).verified.state  # every task listed from pages + recent
+    assert sorted(cached["tasks"]) == sorted(state["tasks"])
 
 
 def test_matches_sees_a_lifecycle_edit_a_load_cannot(project, workspace):

@@ -7,6 +7,7 @@ import pytest
 
 from helpers.cli_runner import make_cli
 from intent_loop.intent.state import REDUCER
+from intent_loop.storage import checkpoint
 from intent_loop.storage.ledger import Draft
 from intent_loop.storage.paths import session_hash
 from intent_loop.storage.transaction import Transaction
@@ -286,7 +287,8 @@ def test_recover_middle_damage(cli, project, tmp_path):
     assert manifest["first_bad_line"] == 5 and manifest["byte_length"] == len(suffix)
     assert manifest["error_code"] == "LEDGER_HASH_MISMATCH"
     assert cli.json("verify")["events"] == 4
-    assert not os.path.exists(os.path.join(project.cache_dir, "v2.root")) or cli.json("status")["chain"]["ok"]
+    root = os.path.join(project.cache_dir, checkpoint.ROOT_FILE)
+    assert not os.path.exists(root) or cli.json("status")["chain"]["ok"]
     assert cli.json("recover")["error"] is None
     assert cli.json("claim", "add", "must", "go", "on")["ok"]  # the project is writable again
 

@@ -12,7 +12,7 @@ import pytest
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
-from intent_loop.storage import ledger
+from intent_loop.storage import cache_store, checkpoint, ledger
 from intent_loop.storage import paths as paths_mod
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -436,16 +436,15 @@ def _rewrite_framed(path, change):
 
 
 def test_hand_edited_cache_never_reaches_hook_context_or_the_guard_file(env, ws):
-    from intent_loop.storage import cache_store, checkpoint
 
     hook("UserPromptSubmit", prompt_payload(ws, "intent: new the real label\nintent: goal ship the real parser\n"
                                                 "intent: must keep the real tests green"), env)
     p = project_of(env, ws)
     state = ledger.verify_all(p, REDUCER).state
     task_id = state["sessions"][paths_mod.session_hash("sess-1")]
-    root = os.path.join(p.cache_dir, checkpoint.ROOT_FILE)
-    with open(root, "rb") as fh:
-        entry = json.loads(fh.read()[65:])["shards"]["t-" + task_id]
+    from tests.helpers.cache_files import shard_file
+
+    shard = shard_file(p, "t-" + task_id)
 
     def forge(doc):
         data = doc["data"]
@@ -453,7 +452,7 @@ def test_hand_edited_cache_never_reaches_hook_context_or_the_guard_file(env, ws)
         for claim_id in data["claims"]:  # the format-1 shape: text in the cache
             data["claims"][claim_id] = {"claim": {"claim_id": claim_id, "statement": "must: " + CACHE_FORGERY}}
 
-    _rewrite_framed(cache_store.shard_path(p, "t-" + task_id, entry % 2), forge)
+    _rewrite_framed(shard, forge)
     seen = os.path.join(p.cache_dir, f"v2.seen-{paths_mod.session_hash('sess-1')}.json")
     with open(seen, "wb") as fh:  # a seen record asking to tell the model what changed
         fh.write(json.dumps({"view_sha256": "0" * 64, "change_seq": -1, "unseen": [CACHE_FORGERY]}).encode())
@@ -469,7 +468,7 @@ def test_hand_edited_cache_never_reaches_hook_context_or_the_guard_file(env, ws)
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "keep the real tests green" in context and CACHE_FORGERY not in context
 
-    _rewrite_framed(cache_store.shard_path(p, "t-" + task_id, entry % 2), forge)  # again, for Stop's own read
+    _rewrite_framed(shard_file(p, "t-" + task_id), forge)  # again, for Stop's own read
     guard = os.path.join(ws, ".execution-fidelity", "contract.json")
     os.unlink(guard)
     hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="turn-B"), env)
@@ -482,7 +481,7 @@ def test_format_1_cache_files_are_ignored_and_replaced(env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal the real goal"), env)
     p = project_of(env, ws)
     for name in os.listdir(p.cache_dir):
-        if name.startswith("v2."):
+        if name.startswith(("v2.", cache_store.SHARD_PREFIX)):  # the cache and the seen records
             os.unlink(os.path.join(p.cache_dir, name))
     verified = ledger.verify_all(p, REDUCER)
     body = json.dumps({"format": 1, "state": {"tasks": {"x": {"label": CACHE_FORGERY}}},
@@ -499,4 +498,4 @@ def test_format_1_cache_files_are_ignored_and_replaced(env, ws):
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "the real goal" in context and CACHE_FORGERY not in context
     names = os.listdir(p.cache_dir)
-    assert "v2.root" in names and "state.json" not in names and os.path.basename(old_seen) not in names
+    assert checkpoint.ROOT_FILE in names and "state.json" not in names and os.path.basename(old_seen) not in names

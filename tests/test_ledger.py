@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import ledger, sealing, transaction
+from intent_loop.storage import checkpoint, ledger, sealing, transaction
 from intent_loop.storage import paths as paths_mod
 from tests.helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
 from tests.helpers.files import all_paths, files_containing, ledger_lines, read_bytes
@@ -260,11 +260,11 @@ def test_verify_all_on_missing_project_is_empty(project):
 # -- the derived cache ---------------------------------------------------------------------------
 
 def _state_file(project):
-    return os.path.join(project.cache_dir, "v2.root")
+    return os.path.join(project.cache_dir, checkpoint.ROOT_FILE)
 
 
 def _edit_cache(project, change):
-    """Edit the JSON document in cache/v2.root by hand, keeping any bytes before it (a digest)."""
+    """Edit the JSON document in the cache root by hand, keeping any bytes before it (a digest)."""
     raw = read_bytes(_state_file(project))
     start = raw.index(b"{")
     doc = json.loads(raw[start:])

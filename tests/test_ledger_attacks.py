@@ -7,8 +7,8 @@ import time
 import pytest
 
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import checkpoint, ledger
 from intent_loop.storage import fast_os as lib_os
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes, tree_bytes
@@ -124,7 +124,7 @@ def test_project_subdirectory_symlinked_outside_is_refused_by_writers(seeded, ou
 
 
 def test_cache_state_file_symlinked_outside_is_never_followed(seeded, outside):
-    state = os.path.join(seeded.cache_dir, "v2.root")
+    state = os.path.join(seeded.cache_dir, checkpoint.ROOT_FILE)
     os.unlink(state)
     os.symlink(outside / "precious.txt", state)
     before = tree_bytes(outside)
@@ -176,7 +176,7 @@ def test_lock_residue_symlinked_outside_is_unlinked_not_followed(seeded, outside
 
 @pytest.mark.parametrize("directory", ["dir", "cache_dir", "private_dir"])
 def test_orphan_temp_name_symlinked_outside_is_unlinked_not_followed(seeded, outside, directory):
-    target_name = "ledger.jsonl" if directory == "dir" else "v2.root"
+    target_name = "ledger.jsonl" if directory == "dir" else checkpoint.ROOT_FILE
     os.symlink(outside / "precious.txt", os.path.join(getattr(seeded, directory), f"{target_name}.{'7' * 32}.tmp"))
     before = tree_bytes(outside)
 

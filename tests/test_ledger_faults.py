@@ -9,8 +9,8 @@ import time
 import pytest
 
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.storage import checkpoint, ledger, platform
 from intent_loop.storage import fast_os as lib_os
-from intent_loop.storage import ledger, platform
 from intent_loop.storage import lock as lock_mod
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import all_paths, files_containing, open_fd_count, read_bytes, residue
@@ -174,7 +174,7 @@ def test_cache_write_failure_never_fails_a_mutation(project, monkeypatch):
     real_replace = os.replace
 
     def no_cache(src, dst, *args, **kwargs):
-        if os.fspath(dst).endswith("v2.root"):
+        if os.fspath(dst).endswith(checkpoint.ROOT_FILE):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_replace(src, dst, *args, **kwargs)
 
@@ -217,7 +217,7 @@ def test_quarantine_failure_leaves_the_torn_ledger_byte_identical(project, monke
 @pytest.mark.parametrize("where", ["dir", "cache_dir", "private_dir", "quarantine_dir"])
 def test_strictly_named_orphan_temps_are_removed_under_the_lock(project, where):
     append_value(project, CountingReducer(), "v0", request_id="v-0")
-    target = {"dir": "ledger.jsonl", "cache_dir": "v2.root", "private_dir": "ab12.json",
+    target = {"dir": "ledger.jsonl", "cache_dir": checkpoint.ROOT_FILE, "private_dir": "ab12.json",
               "quarantine_dir": "20260101T000000Z-0a1b2c3d-torn-tail.json"}[where]
     directory = getattr(project, where)
     orphan = os.path.join(directory, f"{target}.{'c' * 32}.tmp")

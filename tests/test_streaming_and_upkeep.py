@@ -217,12 +217,11 @@ def test_the_scrub_is_due_once_a_day(cli):
 
 def _edit_task_shard(project, task, change):
     """Hand-edit a task's cache shard and recompute its digest (what a tamperer would do). The
-    cache holds no text (format 2), so what an edit can change is lifecycle, such as a claim's state."""
-    from intent_loop.storage import cache_store
+    cache holds no text (format 3), so what an edit can change is lifecycle, such as a claim's state."""
     from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
-    with open(_state_file(project), "rb") as fh:
-        entry = loads(fh.read()[65:])["shards"]["t-" + task]
-    path = cache_store.shard_path(project, "t-" + task, entry % 2)
+    from tests.helpers.cache_files import shard_file
+
+    path = shard_file(project, "t-" + task)
     with open(path, "rb") as fh:
         doc = loads(fh.read()[65:])
     change(doc["data"])

@@ -118,6 +118,8 @@ def bench(lib, work, quick=False):
           f" first full read {cold:.2f} s")
     print(f"cache/: {len(cache)} files, {sum(cache.values()) / 1024:.0f} KiB; largest "
           + ", ".join(f"{n} {s / 1024:.1f} KiB" for n, s in sorted(cache.items(), key=lambda kv: -kv[1])[:3]))
+    roots = {n: s for n, s in cache.items() if n.endswith(".root")}  # the file every append rewrites
+    print("cache root: " + ", ".join(f"{n} {s / 1024:.1f} KiB" for n, s in sorted(roots.items())))
     print(f"hook read path: {statistics.median(rchar) / 1024:.1f} KiB read (median of {rounds});"
           f" after the mutations {int(out) / 1024:.1f} KiB")
     read_only = (statistics.median(reads) - statistics.median(imports)) / f

@@ -1,15 +1,28 @@
-"""The sharded cache (format 2): a small root file, shards it vouches for, and ledger-line pointers.
+"""The sharded cache (format 3): a small root file, the table pages and shards it vouches for, and
+ledger-line pointers.
 
 Layout, all flat in `cache/` so every deletion that clears `cache/` clears it whole:
 
-- `v2.root`: `<sha256 of the body>\\n<canonical JSON>`: the checkpoint, the reducer's small root
-  state, a generation id and the shard table `{name: count * 2 + slot}`.
-- `v2.<name>.<slot>`: one shard, same framing, holding `{"gen", "name", "count", "data"}`. A shard
-  is believed only when its generation, name and count are the ones the root names, so a shard
-  that is stale (a best-effort write failed), ahead of the root (killed between the shard and the
-  root) or edited by hand is detected, never used. Each shard has two slots and a write goes to
-  the one the current root does not name: a lock-free reader still holding the previous root
-  finds its version until the shard is written twice more.
+- `v3.root`: `<sha256 of the body>\\n<canonical JSON>`: the checkpoint, the reducer's small root
+  state, a generation id, the page table `{page: count * 2 + slot}` and `recent`, the entries
+  `{shard name: count * 2 + slot, or null for a shard gone}` written since the pages were.
+- `v3.p-<kind><c>.<slot>`: a table page, same framing, holding `{"gen", "name", "count", "data"}`
+  with `data` = `{shard name: count * 2 + slot}` for the shards of one kind whose name's first
+  character after the dash is `c` (`t-` tasks, `s-` session buckets, `g-` signal buckets: at most
+  48 pages). A shard's entry is `recent`'s if it has one, else its page's.
+
+Why two levels: one flat table in the root (format 2) carried an entry per task for ever (a year
+of history: 300 tasks, 22 KiB rewritten by every append). Why `recent`: writing the pages of every
+changed shard on every mutation would add files to each append, and on ext4 every file written
+costs 8-20 KiB of metadata however small it is. So a mutation writes the shards it changed and
+the root, whose `recent` holds their entries; once `recent` passes RECENT_LIMIT entries the save
+folds it into the pages it touches. The root stays a few KiB at any history.
+- `v3.<name>.<slot>`: one shard, same framing. A page or shard is believed only when its
+  generation, name and count are the ones its parent names (the root for a page, its page for a
+  shard), so one that is stale (a best-effort write failed), ahead of its parent (killed between
+  the two) or edited by hand is detected, never used. Each has two slots and a write goes to
+  the one its current parent does not name: a lock-free reader still holding the previous root
+  finds its version until it is written twice more.
 
 Nothing here knows the reducer's shapes: the reducer splits its state into root and shards and
 joins them back (`intent/state_cache.py` for the project reducer), using `LazyMap` for mappings
@@ -23,8 +36,12 @@ from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.storage.line_hash import self_verified_hash
 
-ROOT_FILE = "v2.root"
-SHARD_PREFIX = "v2."
+ROOT_FILE = "v3.root"
+SHARD_PREFIX = "v3."
+RECENT_LIMIT = 32  # entries `recent` holds before a save folds them into the pages
+# format 2 (one flat shard table in `v2.root`): removed by the first full save (`v2.seen-*` are
+# the hooks' seen records, not the cache's)
+OLD_PREFIXES = ("v2.root", "v2.t-", "v2.s-", "v2.g-")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -64,33 +81,86 @@ def shard_path(paths, name, slot):
 
 
 def is_shard_name(name):
-    return isinstance(name, str) and 0 < len(name) <= 80 and _NAME_CHARS.issuperset(name)
+    return (isinstance(name, str) and 2 < len(name) <= 80 and name[1] == "-" and _NAME_CHARS.issuperset(name)
+            and not name.startswith("p-"))
+
+
+def page_of(name):
+    """The table page that names shard `name`: its kind and the first character after the dash."""
+    return "p-" + name[0] + name[2]
+
+
+def _is_entry(entry):
+    return type(entry) is int and entry >= 0
 
 
 class Store:
-    """What one loaded root vouches for: its shards and the ledger lines below its checkpoint."""
+    """What one loaded root vouches for: its pages, their shards and the ledger lines below its checkpoint."""
 
-    def __init__(self, paths, *, gen, table, limit, missing_lf=False, identity=None):
+    def __init__(self, paths, *, gen, pages, recent, limit, missing_lf=False, identity=None, tables=None):
         self.paths = paths
         self.gen = gen
-        self.table = table  # shard name -> count * 2 + slot
+        self.pages = pages  # page name -> count * 2 + slot
+        self.recent = recent  # shard name -> count * 2 + slot, or None: newer than its page
         self.limit = limit  # pointers must lie inside the verified prefix the root checkpoints
         self.missing_lf = missing_lf  # its last line ends the file without an LF
         self.identity = identity  # the ledger identity the root recorded with its checkpoint
+        self._tables = {} if tables is None else tables  # page -> {shard name: entry}, as read
         self._events = {}  # offset -> event, so claims sharing a line read it once
 
-    def read(self, name):
-        """The shard's data, None when the root names no such shard; Untrusted when it fails a check."""
-        entry = self.table.get(name)
-        if entry is None:
-            return None
-        if not (is_shard_name(name) and type(entry) is int and entry >= 0):
+    def _framed(self, name, entry):
+        """The data of the page or shard `name` its parent names with `entry`; Untrusted otherwise."""
+        if not _is_entry(entry):
             raise Untrusted(name)
         count, slot = divmod(entry, 2)
         doc = read_framed(shard_path(self.paths, name, slot))
         if doc is None or doc.get("gen") != self.gen or doc.get("name") != name or doc.get("count") != count:
             raise Untrusted(name)
         return doc.get("data")
+
+    def table(self, page):
+        """{shard name: entry} of one page ({} when the root names no such page); Untrusted on a bad one."""
+        table = self._tables.get(page)
+        if table is None:
+            entry = self.pages.get(page)
+            table = {} if entry is None else self._framed(page, entry)
+            if not (isinstance(table, dict) and all(is_shard_name(k) and page_of(k) == page and _is_entry(v)
+                                                    for k, v in table.items())):
+                raise Untrusted(page)
+            self._tables[page] = table
+        return table
+
+    def checked_tables(self):
+        """{page: table} of the pages read and checked so far (a save carries them forward)."""
+        return self._tables
+
+    def names(self, kind):
+        """Every shard name of one kind ("t", "s", "g") the cache holds (reads that kind's pages)."""
+        out = set()
+        for page in sorted(self.pages):
+            if page[2:3] == kind:
+                out.update(self.table(page))
+        for name, entry in self.recent.items():
+            if not (is_shard_name(name) and (entry is None or _is_entry(entry))):
+                raise Untrusted("recent")
+            if name[0] == kind:
+                out.add(name) if entry is not None else out.discard(name)
+        return sorted(out)
+
+    def entry(self, name):
+        if not is_shard_name(name):
+            return None
+        if name in self.recent:
+            entry = self.recent[name]
+            if not (entry is None or _is_entry(entry)):
+                raise Untrusted("recent")
+            return entry
+        return self.table(page_of(name)).get(name)
+
+    def read(self, name):
+        """The shard's data, None when no page names such a shard; Untrusted when it fails a check."""
+        entry = self.entry(name)
+        return None if entry is None else self._framed(name, entry)
 
     def events(self, refs):
         """{offset: event} for [(offset, length, event_id), ...]; Untrusted unless every line verifies.
@@ -141,21 +211,26 @@ class Store:
 class LazyMap:
     """A mapping whose items are loaded shard by shard on first access, remembering changed shards.
 
-    `source.load(self, name)` returns `{key: item}` of one shard (decoding and pointer checks are
-    the source's business). `shard_of(key)` names the shard a key lives in; `known` (per-key
-    shards) lists the keys without loading them, else iteration loads every shard. `keyfunc`
+    `source.load(self, name)` returns `{key: item}` of one shard, `{}` for a shard the cache does
+    not hold (decoding and pointer checks are the source's business); `names()` lists every shard
+    the cache holds for this map. `shard_of(key)` names the shard a key lives in. With
+    `per_key=True` each key is its own shard, so `names()` lists the keys without loading their
+    shards (iteration and `len` read no shard); otherwise iteration loads every shard. `keyfunc`
     maps a caller's key to the stored one (a digest, so the cache holds no text as a key).
     Items the caller changes in place must be reported with `mark(key)`; assignment and
     deletion mark themselves. Only marked shards are written on save.
     """
 
-    def __init__(self, source, *, shard_of, names, known=None, keyfunc=None):
+    def __init__(self, source, *, shard_of, names, per_key=False, keyfunc=None):
         self._source = source
         self._shard_of = shard_of
-        self._names = set(names)  # shards the root names for this map
+        self._names = names  # () -> the shard names the cache holds for this map
+        self._complete = False  # every item is in _items (after a recovery, or all shards loaded)
         self._loaded = set()
         self._items = {}
-        self._known = None if known is None else dict.fromkeys(known)
+        self._per_key = per_key
+        self._known = None  # per-key maps: the keys, once listed (then kept up to date)
+        self._deleted = set()
         self._key = keyfunc
         self.dirty = set()
 
@@ -167,36 +242,48 @@ class LazyMap:
         name = self._shard_of(ik)
         if name not in self._loaded:
             self._loaded.add(name)
-            if name in self._names and (self._known is None or ik in self._known):
+            if not self._complete and ik not in self._deleted:
                 self._items.update(self._source.load(self, name))
         return name
 
+    def _keys(self):
+        """Per-key maps: every key, listed from the cache's names without loading a shard."""
+        if self._known is None:
+            known = {} if self._complete else dict.fromkeys(n[2:] for n in self._names())
+            known.update(dict.fromkeys(self._items))
+            for ik in self._deleted:
+                known.pop(ik, None)
+            self._known = known
+        return self._known
+
     def _ensure_all(self):
-        if self._known is not None:
-            for ik in list(self._known):
+        if self._complete:
+            return
+        if self._per_key:
+            for ik in list(self._keys()):
                 self._ensure(ik)
         else:
-            for name in sorted(self._names - self._loaded):
+            for name in sorted(set(self._names()) - self._loaded):
                 self._loaded.add(name)
                 self._items.update(self._source.load(self, name))
+        self._complete = True
 
     def fill(self, plain, *, loading=None):
         """Recovery: take from `plain` (a fresh fold, stored keys) every item of a shard not loaded
         yet, `loading` (the shard whose load failed) included; nothing is loaded from disk again."""
         for ik, item in plain.items():
             name = self._shard_of(ik)
-            if name not in self._loaded or name == loading:
+            if (name not in self._loaded or name == loading) and ik not in self._deleted:
                 self._items[ik] = item
-        self._loaded.update(self._names)
-        self._names = set()
-        if self._known is not None:
+        self._complete = True
+        if self._per_key:
             self._known = dict.fromkeys(self._items)
 
     def stored(self):
         """All items under their stored keys (loads everything)."""
         self._ensure_all()
-        if self._known is not None:
-            return {ik: self._items[ik] for ik in self._known}
+        if self._per_key:
+            return {ik: self._items[ik] for ik in self._keys() if ik in self._items}
         return dict(self._items)
 
     def shard_items(self, name):
@@ -204,43 +291,57 @@ class LazyMap:
         return {ik: v for ik, v in self._items.items() if self._shard_of(ik) == name}
 
     def is_loaded(self, key):
-        return self._shard_of(self._k(key)) in self._loaded
+        return self._complete or self._shard_of(self._k(key)) in self._loaded
 
     def mark(self, key):
         self.dirty.add(self._shard_of(self._k(key)))
 
     # -- the mapping protocol ----------------------------------------------------------------
+    def _absent(self, ik):
+        """True when `ik` is known not to be there without reading a shard (a per-key map's key
+        that is not a string, such as the None of "no task yet", names no shard at all)."""
+        if self._known is not None:
+            return ik not in self._known
+        return self._per_key and type(ik) is not str
+
     def __getitem__(self, key):
         ik = self._k(key)
+        if self._absent(ik):
+            raise KeyError(key)
         self._ensure(ik)
         return self._items[ik]
 
     def get(self, key, default=None):
         ik = self._k(key)
-        if self._known is not None and ik not in self._known:
+        if self._absent(ik):
             return default
         self._ensure(ik)
         return self._items.get(ik, default)
 
     def __contains__(self, key):
         ik = self._k(key)
-        if self._known is not None:
-            return ik in self._known
+        if self._known is not None or self._absent(ik):
+            return not self._absent(ik)
         self._ensure(ik)
         return ik in self._items
+
+    def _added(self, ik):
+        self._deleted.discard(ik)
+        if self._known is not None:
+            self._known[ik] = None
 
     def __setitem__(self, key, value):
         ik = self._k(key)
         name = self._ensure(ik)  # the rest of its shard must be there before the shard is rewritten
         self._items[ik] = value
-        if self._known is not None:
-            self._known[ik] = None
+        self._added(ik)
         self.dirty.add(name)
 
     def __delitem__(self, key):
         ik = self._k(key)
         name = self._ensure(ik)
         del self._items[ik]
+        self._deleted.add(ik)
         if self._known is not None:
             del self._known[ik]
         self.dirty.add(name)
@@ -250,8 +351,7 @@ class LazyMap:
         name = self._ensure(ik)
         if ik not in self._items:
             self._items[ik] = default
-            if self._known is not None:
-                self._known[ik] = None
+            self._added(ik)
         self.dirty.add(name)  # the caller is about to change it in place
         return self._items[ik]
 
@@ -265,8 +365,8 @@ class LazyMap:
         raise KeyError(key)
 
     def __iter__(self):
-        if self._known is not None:
-            return iter(list(self._known))
+        if self._per_key:
+            return iter(list(self._keys()))
         self._ensure_all()
         return iter(list(self._items))
 
@@ -280,8 +380,8 @@ class LazyMap:
         return list(self.stored().items())
 
     def __len__(self):
-        if self._known is not None:
-            return len(self._known)
+        if self._per_key:
+            return len(self._keys())
         self._ensure_all()
         return len(self._items)
 
@@ -302,4 +402,4 @@ class LazyMap:
         return self.stored()
 
     def __repr__(self):
-        return f"LazyMap({len(self._items)} loaded of {len(self._names)} shards)"
+        return f"LazyMap({len(self._items)} items loaded from {len(self._loaded)} shards)"

@@ -1,25 +1,25 @@
-"""The derived cache in `cache/`: the verified checkpoint plus the reducer's state (format 2).
+"""The derived cache in `cache/`: the verified checkpoint plus the reducer's state (format 3).
 
 Everything here can be deleted at any time; it is rebuilt from the ledger. A checkpoint is
 trusted only when the ledger's identity (size, inode, mtime) is unchanged and its last line
 still hashes to the recorded hash, or, after an append, when that line is still in place.
 
-The root file `cache/v2.root` is `<sha256 of the body>\\n<canonical JSON body>`, so a cache
+The root file `cache/v3.root` is `<sha256 of the body>\\n<canonical JSON body>`, so a cache
 damaged by accident is ignored (and rebuilt), never believed. A reducer that defines
-`cache_split`/`cache_join` keeps only a small root in it and the rest in shards (see
-`cache_store`), reading every text back from the ledger line it came from, so a hand edit with
-its digest recomputed can change positions and lifecycle at most, never words. Other reducers
-(tests' counters) keep their whole state in the root. Format 1 (`cache/state.json`) is ignored
-and removed on the first format-2 write.
+`cache_split`/`cache_join` keeps only a small root in it and the rest in table pages and shards
+(see `cache_store`), reading every text back from the ledger line it came from, so a hand edit
+with its digest recomputed can change positions and lifecycle at most, never words. Other
+reducers (tests' counters) keep their whole state in the root. Formats 1 (`cache/state.json`)
+and 2 (`cache/v2.root`, one flat shard table) are ignored and removed on the first format-3 write.
 """
 
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import cache_store, fast_os
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 ROOT_FILE = cache_store.ROOT_FILE
 STATE_FILE = ROOT_FILE  # the name callers unlink to drop the checkpoint (its shards then vouch for nothing)
-OLD_FILES = ("state.json",)  # format 1: ignored, removed when format 2 is first written
+OLD_FILES = ("state.json",)  # format 1: ignored, removed when format 3 is first written
 
 
 def _count(value):
@@ -94,7 +94,8 @@ def _load_root(paths, reducer):
             or doc.get("project_id") != paths.project_id or not isinstance(doc.get("identity"), list)):
         return None, None
     checkpoint = _checkpoint_of(doc)
-    if checkpoint is None or not isinstance(doc.get("gen"), str) or not isinstance(doc.get("shards"), dict):
+    if (checkpoint is None or not isinstance(doc.get("gen"), str) or not isinstance(doc.get("pages"), dict)
+            or not isinstance(doc.get("recent"), dict)):
         return None, None
     return doc, checkpoint
 
@@ -107,7 +108,8 @@ def load(paths, reducer):
             return None
         verified = Verified(state=None, **checkpoint)
         if hasattr(reducer, "cache_join"):
-            store = cache_store.Store(paths, gen=doc["gen"], table=doc["shards"], limit=checkpoint["size"],
+            store = cache_store.Store(paths, gen=doc["gen"], pages=doc["pages"], recent=doc["recent"],
+                                      limit=checkpoint["size"],
                                       missing_lf=checkpoint["missing_lf"], identity=doc["identity"])
             verified.state = reducer.cache_join(doc["state"], store, paths=paths, checkpoint=checkpoint)
         elif isinstance(doc.get("state"), dict):
@@ -161,9 +163,10 @@ def save(paths, reducer, verified, st):
     `st` is the ledger's stat the checkpoint was verified against (or an identity list a loaded
     root recorded, when a repaired cache is written for that same checkpoint).
 
-    A split reducer's changed shards are written first, the root last, each atomically: a root
-    never names a shard version that is not on disk, and a crash in between leaves shards the
-    old root does not vouch for (ignored).
+    A split reducer's changed shards are written first, then any table page this save folds
+    `recent` into, the root last, each atomically: a root never names a page version, nor a
+    page a shard version, that is not on disk, and a crash in between leaves files the old root
+    does not vouch for (ignored).
     """
     if not fast_os.path.isdir(paths.cache_dir) or fast_os.path.islink(paths.cache_dir):
         return
@@ -175,32 +178,67 @@ def save(paths, reducer, verified, st):
             root_state, shards, store, on_saved = verified.state, {}, None, None
         full = store is None
         gen = fast_os.urandom(8).hex() if full else store.gen
-        table = {} if full else dict(store.table)
+        pages = {} if full else dict(store.pages)
+        recent = {} if full else dict(store.recent)
+        count = verified.count
         for name, data in sorted(shards.items()):
-            old = table.get(name)
+            if data is None:  # a task gone from the state: nothing names its shard any more
+                recent[name] = None
+                continue
+            old = None if full else store.entry(name)
             slot = 0 if old is None else 1 - old % 2
-            cache_store.write_framed(cache_store.shard_path(paths, name, slot),
-                                     {"gen": gen, "name": name, "count": verified.count, "data": data})
-            table[name] = verified.count * 2 + slot
+            _write_part(paths, name, slot, gen, count, data)
+            recent[name] = count * 2 + slot
+        tables = {}  # page -> its new table, for the pages this save writes
+        if full or len(recent) > cache_store.RECENT_LIMIT:
+            for name, entry in recent.items():
+                page = cache_store.page_of(name)
+                if page not in tables:
+                    tables[page] = {} if full else dict(store.table(page))
+                if entry is None:
+                    tables[page].pop(name, None)
+                else:
+                    tables[page][name] = entry
+            recent = {}
+            for page, table in sorted(tables.items()):
+                old = pages.get(page)
+                slot = 0 if old is None else 1 - old % 2
+                _write_part(paths, page, slot, gen, count, table)
+                pages[page] = count * 2 + slot
         cache_store.write_framed(_root_path(paths), {
             "format": CACHE_FORMAT, "reducer": reducer.version, "project_id": paths.project_id,
             "identity": _identity(st), "verified": checkpoint, "state": root_state, "gen": gen,
-            "shards": table,
+            "pages": pages, "recent": recent,
         })
-    except (IntentLoopError, ValueError):  # ValueError: a state holding text without its position
+    except (IntentLoopError, ValueError, cache_store.Untrusted):
+        # ValueError: a state holding text without its position; Untrusted: a page this save
+        # needed and no read had checked yet is damaged (the next read recovers and rewrites all)
         return
     if on_saved is not None:
-        on_saved(cache_store.Store(paths, gen=gen, table=table, limit=verified.size, missing_lf=verified.missing_lf))
+        kept = {} if full else {p: t for p, t in store.checked_tables().items() if p not in tables}
+        on_saved(cache_store.Store(paths, gen=gen, pages=pages, recent=recent, limit=verified.size,
+                                   missing_lf=verified.missing_lf, tables={**kept, **tables}))
     if full:
         _remove_old_format(paths)
 
 
+def _write_part(paths, name, slot, gen, count, data):
+    cache_store.write_framed(cache_store.shard_path(paths, name, slot),
+                             {"gen": gen, "name": name, "count": count, "data": data})
+
+
 def _remove_old_format(paths):
-    for name in OLD_FILES:
-        try:
-            fast_os.unlink(fast_os.path.join(paths.cache_dir, name))
-        except OSError:
-            pass
+    """Format 1's `state.json` and format 2's root and shards: a full save replaced them."""
+    try:
+        names = fast_os.listdir(paths.cache_dir)
+    except OSError:
+        return
+    for name in names:
+        if name in OLD_FILES or name.startswith(cache_store.OLD_PREFIXES):
+            try:
+                fast_os.unlink(fast_os.path.join(paths.cache_dir, name))
+            except OSError:
+                pass
 
 
 def matches(paths, reducer, verified):
