@@ -179,6 +179,52 @@ def test_a_forged_candidate_pointer_is_not_believed(project, workspace):
     assert loaded["tasks"]._source.recovered
 
 
+def _flip_recent_slot(root, task_id):
+    root["recent"]["t-" + task_id] ^= 1  # the other slot: an older version of the task
+
+
+def _recent_not_an_entry(root, task_id):
+    root["recent"]["t-" + task_id] = "0"
+
+
+def _recent_bad_name(root, task_id):
+    root["recent"]["../t-" + task_id] = 2
+
+
+def _drop_task_from_recent_and_pages(root, task_id):
+    root["recent"].pop("t-" + task_id, None)
+    root["pages"] = {}
+
+
+def _page_elsewhere(root, task_id):
+    root["pages"] = {page: entry ^ 1 for page, entry in root["pages"].items()}
+
+
+ROOT_TABLE_EDITS = {"recent-other-slot": _flip_recent_slot, "recent-not-an-entry": _recent_not_an_entry,
+                    "recent-bad-name": _recent_bad_name, "task-unlisted": _drop_task_from_recent_and_pages,
+                    "pages-other-slot": _page_elsewhere}
+
+
+@pytest.mark.parametrize("edit", list(ROOT_TABLE_EDITS.values()), ids=list(ROOT_TABLE_EDITS))
+def test_an_edited_table_in_the_root_never_changes_what_a_reader_sees(project, workspace, edit):
+    """`recent` and the page table decide which shard versions are read: a hand edit (digest
+    recomputed) makes them name a wrong, missing or malformed version, and the reader still sees
+    what the ledger says (a check fails and the state is folded from the ledger)."""
+    for n in range(3):
+        run(project, workspace, f"intent: new\nintent: goal older task {n}", session=session_hash(f"o{n}"))
+    task_id = seeded(project, workspace)
+    run(project, workspace, "intent: must add the newest rule")
+    expected = truth(project, workspace)
+    root = read_doc(root_path(project))
+    assert "t-" + task_id in root["recent"]
+    edit(root, task_id)
+    write_doc(root_path(project), root)
+
+    assert seen_now(project, workspace) == expected
+    assert sorted(checkpoint.load(project, REDUCER).verified.state["tasks"]) == sorted(
+        ledger.verify_all(project, REDUCER).state["tasks"])
+
+
 # -- shards the root does not vouch for ----------------------------------------------------------
 def test_a_stale_shard_is_detected(project, workspace):
     task_id = seeded(project, workspace)

@@ -209,6 +209,12 @@ class _Source:
             self._recover(lazy, name)
             return {}
 
+    def missing(self, lazy):
+        """A task asked for by key that the cache does not list: fold the ledger (strict: report it)."""
+        if self.strict:
+            raise Untrusted("missing")
+        self._recover(None, None)
+
     def names(self, kind):
         """The shard names the pages list for one map; a page that fails its check recovers the
         state (every map then holds the fold's items, so the empty list misses nothing)."""

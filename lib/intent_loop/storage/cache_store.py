@@ -212,7 +212,8 @@ class LazyMap:
     """A mapping whose items are loaded shard by shard on first access, remembering changed shards.
 
     `source.load(self, name)` returns `{key: item}` of one shard, `{}` for a shard the cache does
-    not hold (decoding and pointer checks are the source's business); `names()` lists every shard
+    not hold (decoding and pointer checks are the source's business), and `source.missing(self)`
+    recovers when a per-key map is asked for a key it does not list; `names()` lists every shard
     the cache holds for this map. `shard_of(key)` names the shard a key lives in. With
     `per_key=True` each key is its own shard, so `names()` lists the keys without loading their
     shards (iteration and `len` read no shard); otherwise iteration loads every shard. `keyfunc`
@@ -273,7 +274,8 @@ class LazyMap:
         yet, `loading` (the shard whose load failed) included; nothing is loaded from disk again."""
         for ik, item in plain.items():
             name = self._shard_of(ik)
-            if (name not in self._loaded or name == loading) and ik not in self._deleted:
+            # also an item its loaded shard lacked: the shard was missing or listed too little
+            if (name not in self._loaded or name == loading or ik not in self._items) and ik not in self._deleted:
                 self._items[ik] = item
         self._complete = True
         if self._per_key:
@@ -306,10 +308,18 @@ class LazyMap:
 
     def __getitem__(self, key):
         ik = self._k(key)
-        if self._absent(ik):
-            raise KeyError(key)
-        self._ensure(ik)
-        return self._items[ik]
+        if not self._absent(ik):
+            self._ensure(ik)
+            if ik in self._items:
+                return self._items[ik]
+        if self._per_key and type(ik) is str and not self._complete:
+            # A task the rest of the state names (a session link, the last change) that the cache
+            # does not list: the cache disagrees with itself, so ask the ledger (`source.missing`
+            # folds it and fills every map) instead of failing the caller.
+            self._source.missing(self)
+            if ik in self._items:
+                return self._items[ik]
+        raise KeyError(key)
 
     def get(self, key, default=None):
         ik = self._k(key)
