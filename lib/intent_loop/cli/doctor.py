@@ -236,10 +236,13 @@ def cmd_doctor(args, console):
                                      "point EFG_CONTRACT_PATH inside the project, or unset it"))
             else:
                 fstate = provider.read_file_state(guard_path, load_state(paths))
-                ok = fstate["kind"] != "ours" or not fstate.get("errors")
-                checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
-                                                                              fstate["kind"] == "ours" else ""),
-                                     "run `intent-loop contract publish`"))
+                ok = fstate["kind"] not in ("ours", "unrecorded") or (fstate["kind"] == "ours"
+                                                                      and not fstate.get("errors"))
+                detail = fstate["kind"] + (f" version {fstate['version']}" if fstate["kind"] == "ours" else "")
+                if fstate["kind"] == "unrecorded":  # Guard may enforce a version our ledger lost
+                    detail = f"{ErrorCode.GUARD_VERSION_UNRECORDED}: {guard_path} {fstate['why']}"
+                checks.append(_check("guard_file", ok, detail, "run `intent-loop contract publish` (it publishes "
+                                                               "above the file's version)"))
         except IntentLoopError as exc:
             checks.append(_check("guard_file", False, exc.code, "run `intent-loop verify` and `intent-loop recover`"))
     ok = all(c["ok"] for c in checks)
