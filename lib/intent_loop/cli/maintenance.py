@@ -36,12 +36,17 @@ def register(subparsers):
 
 
 def _verify_one(paths, console):
+    """Verify the chain and compare the cache with what it folds to (the comparison doctor and the
+    daily scrub make): a cache that differs is a named finding and is rebuilt, never believed."""
+    findings = []
     try:
-        verified = verify_all(paths, REDUCER, on_progress=console.progress, leave_checkpoint=True)
+        verified = verify_all(paths, REDUCER, on_progress=console.progress, leave_checkpoint=True,
+                              report=findings.append)
     except IntentLoopError as exc:
         return {"ok": False, "project_id": paths.project_id, "error": exc.to_dict()}
-    return {"ok": True, "project_id": paths.project_id, "events": verified.count, "bytes": verified.size,
-            "last_hash": verified.last_hash, "torn_tail_bytes": verified.torn_tail}
+    return {"ok": not findings, "project_id": paths.project_id, "events": verified.count, "bytes": verified.size,
+            "last_hash": verified.last_hash, "torn_tail_bytes": verified.torn_tail,
+            "findings": [f.to_dict() for f in findings]}
 
 
 def cmd_verify(args, console):
@@ -55,11 +60,13 @@ def cmd_verify(args, console):
         console.json(results[0] if not args.all_projects
                      else {"ok": all(r["ok"] for r in results), "projects": results})
     for result in results if not args.json else ():
-        if result["ok"]:
+        if "events" in result:
             torn = f"; a torn partial last line of {result['torn_tail_bytes']} bytes follows (the next change " \
                    "sets it aside)" if result.get("torn_tail_bytes") else ""
             console.out(f"{result['project_id'][:12]} ledger OK: {result['events']} events, {result['bytes']} bytes, "
                         f"last hash {result['last_hash']}{torn}")
+            for finding in result["findings"]:
+                console.out(f"{result['project_id'][:12]} cache DIFFERED: {finding['code']}: {finding['message']}")
         else:
             error = result["error"]
             where = f" at line {error['line']}" if error.get("line") is not None else ""  # UNSAFE_PATH has none
