@@ -102,3 +102,89 @@ def test_status_and_doctor_still_advise_recover_for_a_damaged_line(env, ws):
     assert chain["error"]["code"] == "LEDGER_HASH_MISMATCH"
     assert chain["next_action"] == "run `intent-loop recover` in the damaged project's directory"
 
+
+# -- read caps: the seen record, Codex's hooks.json and config.toml --------------------------------
+def _seen_path(project, env, ws):
+    from intent_loop.hook.handlers import SEEN_PREFIX
+    from intent_loop.storage.paths import session_hash
+
+    return os.path.join(project.cache_dir, f"{SEEN_PREFIX}{session_hash(prompt_payload(ws, 'x')['session_id'])}.json")
+
+
+def test_a_seen_record_linked_to_dev_zero_or_a_fifo_never_blocks_a_plain_prompt(env, ws):
+    from test_hostile_files import _raw_hook
+
+    project, _task, _state = _goal(env, ws)
+    seen = _seen_path(project, env, ws)
+    for kind in ("dev_zero", "fifo", "oversized"):
+        if os.path.lexists(seen):
+            os.unlink(seen)
+        if kind == "dev_zero":
+            os.symlink("/dev/zero", seen)
+        elif kind == "fifo":
+            os.mkfifo(seen)
+        else:
+            with open(seen, "wb") as fh:
+                fh.write(b'{"view_sha256": "' + b"0" * (1 << 20) + b'"}')
+        proc, elapsed = _raw_hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn=f"t-{kind}"), env)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["continue"] is True, proc.stderr
+        assert b"Traceback" not in proc.stderr
+        assert elapsed < 5, f"{kind}: the prompt hook took {elapsed:.1f}s"
+        answer = json.loads(proc.stdout)
+        # not believed: the view is shown (as to a session that saw nothing yet)
+        assert "must: keep the api" in answer["hookSpecificOutput"]["additionalContext"], (kind, answer)
+
+
+def test_a_symlinked_cache_directory_never_gets_a_seen_record_written_outside(env, ws, tmp_path):
+    project, _task, _state = _goal(env, ws)
+    outside = tmp_path / "outside-cache"
+    os.rename(project.cache_dir, outside)
+    os.symlink(outside, project.cache_dir)
+    before = sorted(os.listdir(outside))
+    for turn in ("t-2", "t-3"):
+        hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn=turn), env)
+    hook("SessionStart", test_hooks.fixture("session_start.startup.json", ws,
+                                            session_id=prompt_payload(ws, "x")["session_id"]), env)
+    assert not [n for n in os.listdir(outside) if "seen-" in n and n not in before]
+    assert os.path.islink(project.cache_dir)
+
+
+def _install_env(env, tmp_path):
+    codex = tmp_path / "codex-home"
+    codex.mkdir()
+    return dict(env, CODEX_HOME=str(codex)), codex
+
+
+def test_install_reads_codex_files_through_links_and_refuses_fifos_and_dev_zero(env, ws, tmp_path):
+    install_env, codex = _install_env(env, tmp_path)
+    for name, code in (("hooks.json", "HOOKS_CONFIG_INVALID"), ("config.toml", "CODEX_CONFIG_INVALID")):
+        for kind in ("fifo", "dev_zero"):
+            path = codex / name
+            os.mkfifo(path) if kind == "fifo" else os.symlink("/dev/zero", path)
+            proc, elapsed = _cli(install_env, ws, "install", "--json", timeout=30)
+            assert elapsed < 10, f"{name} as {kind}: install took {elapsed:.1f}s"
+            assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == code, (name, kind, proc.stdout)
+            proc, _t = _cli(install_env, ws, "doctor", "--json", timeout=60)
+            assert "Traceback" not in proc.stderr
+            os.unlink(path)
+
+
+def test_install_apply_writes_linked_codex_files_through_to_their_targets(env, ws, tmp_path):
+    install_env, codex = _install_env(env, tmp_path)
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "hooks.json").write_text('{"hooks": {}}\n')
+    (dotfiles / "config.toml").write_text('model = "o3"\n')
+    for name in ("hooks.json", "config.toml"):
+        os.symlink(dotfiles / name, codex / name)
+    proc, _t = _cli(install_env, ws, "install", "--apply", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("hooks.json", "config.toml"):
+        assert os.path.islink(codex / name) and os.readlink(codex / name) == str(dotfiles / name)
+    assert "intent-loop-user-prompt" in (dotfiles / "hooks.json").read_text()
+    assert 'model = "o3"' in (dotfiles / "config.toml").read_text()
+    assert "[mcp_servers.intent_loop]" in (dotfiles / "config.toml").read_text()
+    assert sorted(os.listdir(codex)) == ["config.toml", "hooks.json"]  # no file beside the links, no backup
+    proc, _t = _cli(install_env, ws, "doctor", "--json", timeout=60)
+    hooks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["hooks_installed"]
+    assert hooks["ok"], hooks

@@ -47,12 +47,14 @@ def _hooks_check(env):
             if path not in files:
                 files.append(path)
     found = []
+    from intent_loop.cli.hooks_config import CONFIG_READ_CAP
+    from intent_loop.storage.paths import read_through_links
+
     for path in files:
         try:
-            with open(path, "rb") as fh:
-                if _HOOK_MARK.encode() in fh.read():
-                    found.append(path)
-        except OSError:
+            if _HOOK_MARK.encode() in (read_through_links(path, CONFIG_READ_CAP) or b""):  # no FIFO, no /dev/zero
+                found.append(path)
+        except (OSError, IntentLoopError):
             continue
     detail = (f"hooks installed in {', '.join(found)}" if found
               else f"no intent-loop hooks in {', '.join(files) or 'any hooks.json'}")
