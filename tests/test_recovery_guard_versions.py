@@ -156,3 +156,17 @@ def test_doctor_fails_on_a_guard_file_of_ours_at_a_version_we_never_recorded(env
     proc, _t = _cli(env, ws, "doctor", "--json")
     check = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["guard_file"]
     assert check["ok"] and check["detail"] == "ours version 8"
+
+
+def test_deleting_the_task_also_removes_its_ref_from_the_recovery_floor(env, ws):
+    """A floor names the task's ref: deletion, which leaves no trace of a task, drops it too."""
+    project, before, _first_bad = _two_versions(env, ws)
+    assert _cli(env, ws, "recover", "--apply")[0].returncode == 0
+    task = before["contract_ref"][len("intent:"):]
+    assert task.encode() in open(project.ledger, "rb").read()
+    proc, _t = _cli(env, ws, "delete", "task", task, "--confirm", f"DELETE TASK {task}", "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and report["scan"]["clean"], report
+    assert not os.path.exists(project.ledger) or task.encode() not in open(project.ledger, "rb").read()
+    assert not [json.loads(line) for line in _lines(project) if b"contract_version_floor" in line] \
+        if os.path.exists(project.ledger) else True
