@@ -170,3 +170,23 @@ def test_deleting_the_task_also_removes_its_ref_from_the_recovery_floor(env, ws)
     assert not os.path.exists(project.ledger) or task.encode() not in open(project.ledger, "rb").read()
     assert not [json.loads(line) for line in _lines(project) if b"contract_version_floor" in line] \
         if os.path.exists(project.ledger) else True
+
+
+def test_the_next_stop_replaces_an_unrecorded_file_of_ours_above_its_version(env, ws):
+    """A ledger restored from an older copy: Guard saw v5, the ledger knows v1. The next refresh
+    must not publish v2 (Guard saw a v2 with other content); it goes above the file's version."""
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it", turn="t-1"), env)
+    path = os.path.join(ws, ".execution-fidelity", "contract.json")
+    doc = json.loads(open(path, "rb").read())
+    newer = document.build_document(dict(doc["projection"], objective="what Guard saw later"),
+                                    contract_ref=doc["envelope"]["contract_ref"], contract_version=5,
+                                    source_message_refs=[], updated_at="2026-01-01T00:00:00.000Z")
+    with open(path, "wb") as fh:
+        fh.write(document.render_document(newer))
+    proc, _t = _cli(env, ws, "contract", "show", "--json")
+    shown = json.loads(proc.stdout)
+    assert shown["file_state"] == "unrecorded" and shown["next_version"] == 6, shown
+    hook("Stop", test_hooks.fixture("stop.turn1.json", ws, session_id=prompt_payload(ws, "x")["session_id"]), env)
+    after = _guard(ws)
+    assert after["contract_version"] == 6 and after["snapshot_sha256"] == doc["envelope"]["snapshot_sha256"]
+    assert [v for _r, v, _h in _published(project_of(env, ws))] == [1, 6]

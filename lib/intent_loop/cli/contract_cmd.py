@@ -15,7 +15,7 @@ def register(subparsers):
     s = sub.add_parser("show", help="selected task, projection, hash, versions and file state",
                        description="Which task the contract shows (or why none qualifies), its projection, "
                                    "canonical hash, current and next version, the file state (bound, missing, "
-                                   "stale, invalid, foreign) and the shadowed tasks.")
+                                   "stale, invalid, unrecorded, foreign) and the shadowed tasks.")
     add_json_flag(s)
     s.set_defaults(func=cmd_show)
     v = sub.add_parser("validate", help="check a file with Guard's rules (exit 1 listing every error)",
