@@ -1,9 +1,10 @@
 """The ledger without a deleted task or claim: which events are dropped or rewritten, and the re-chained bytes.
 
 Task deletion drops every event whose task_id is the task, and the task's ref from every
-`contract_version_floor` (recovery's project-level record of Guard's versions; one left empty is dropped). A candidate first proposed from that
-task is dropped too unless a surviving event (confirm/dismiss in another task) refers to it; then its
-`candidate_added` event is kept with task_id null (its statement is then reported as shared text).
+`contract_version_floor` (recovery's project-level record of Guard's versions; one left empty is
+dropped). A candidate first proposed from that task is dropped too unless a surviving event
+(confirm/dismiss in another task) refers to it; then its `candidate_added` event is kept with
+task_id null (its statement is then reported as shared text).
 
 Claim deletion:
 - `claim_added` of the claim is dropped; it is removed from `task_started.initial_claims` and from
