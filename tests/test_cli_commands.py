@@ -279,14 +279,21 @@ def test_recover_middle_damage(cli, project, tmp_path):
     assert rc == 1 and json.loads(out)["error"]["code"] == "FILE_EXISTS"
     r = cli.json("recover", "--apply")
     assert r["applied"] and r["verified_lines"] == 4
-    assert open(project.ledger, "rb").read() == export.read_bytes()  # nothing invented
+    recovered = open(project.ledger, "rb").read()
+    assert recovered.startswith(export.read_bytes())  # the verified prefix, byte for byte
+    # nothing invented beyond the Guard version the suffix had published and the Guard file
+    # re-published above it (issue 12 item 3)
+    added = [json.loads(line) for line in recovered[len(export.read_bytes()):].splitlines()]
+    assert [e["event_type"] for e in added] == (["contract_version_floor"] if r["version_floors"] else []) + (
+        ["contract_published"] if r["guard"]["action"] == "published" else [])
+    assert all(e["payload"]["floors"] == r["version_floors"] for e in added[:1] if r["version_floors"])
     suffix = open(r["quarantine"], "rb").read()
     assert export.read_bytes() + suffix == damaged  # nothing silently dropped
     assert os.stat(r["quarantine"]).st_mode & 0o777 == 0o600
     manifest = json.load(open(r["quarantine"].replace("-suffix.jsonl", "-suffix.manifest.json")))
     assert manifest["first_bad_line"] == 5 and manifest["byte_length"] == len(suffix)
     assert manifest["error_code"] == "LEDGER_HASH_MISMATCH"
-    assert cli.json("verify")["events"] == 4
+    assert cli.json("verify")["events"] == 4 + len(added)
     root = os.path.join(project.cache_dir, checkpoint.ROOT_FILE)
     assert not os.path.exists(root) or cli.json("status")["chain"]["ok"]
     assert cli.json("recover")["error"] is None

@@ -93,6 +93,20 @@ def current_project(console):
     return project_paths(root, console.cwd)
 
 
+def damage_next_action(error):
+    """What to do about a ledger that does not verify (an IntentLoopError, or None when unknown):
+    `recover` only where it helps. It refuses a linked, special or hard-linked ledger with
+    UNSAFE_PATH just as every other command does, and a newer schema with FUTURE_SCHEMA."""
+    code = getattr(error, "code", None)
+    if code == ErrorCode.UNSAFE_PATH:
+        where = error.message.split("; inspect")[0]  # "refusing <path>: <why>"
+        return (f"{where}: every command refuses it (`recover` too); put the real ledger there as a regular file "
+                "of its own (or remove what stands there), then run `intent-loop verify`")
+    if code == ErrorCode.FUTURE_SCHEMA:
+        return "upgrade intent-loop: a newer version wrote this ledger (`recover` refuses it too)"
+    return "run `intent-loop recover` in the damaged project's directory"
+
+
 def load_checkpointed(paths):
     """The project's Verified, leaving a checkpoint behind even when `cache/` was deleted (a large
     unverified part is verified by the streaming verifier, see storage/ledger.py)."""

@@ -15,7 +15,7 @@ def register(subparsers):
     s = sub.add_parser("show", help="selected task, projection, hash, versions and file state",
                        description="Which task the contract shows (or why none qualifies), its projection, "
                                    "canonical hash, current and next version, the file state (bound, missing, "
-                                   "stale, invalid, foreign) and the shadowed tasks.")
+                                   "stale, invalid, unrecorded, foreign) and the shadowed tasks.")
     add_json_flag(s)
     s.set_defaults(func=cmd_show)
     v = sub.add_parser("validate", help="check a file with Guard's rules (exit 1 listing every error)",
@@ -38,6 +38,9 @@ def describe(state, paths, env):
     path = provider.provider_path(paths.root, env)
     task_id, reason = provider.select_task(state)
     projection = digest = current = next_version = None
+    outside = provider.outside_reason(path, paths.root)
+    fstate = {"kind": "outside", "why": outside, "code": "PROVIDER_PATH_OUTSIDE"} if outside else \
+        provider.read_file_state(path, state)
     if task_id is not None:
         task = state["tasks"][task_id]
         projection = provider.projection_for(task, project_root=paths.root)
@@ -47,13 +50,7 @@ def describe(state, paths, env):
             digest = document.projection_sha256(projection)
             published = task.get("published")
             current = published["version"] if published else None
-            if published is None:
-                next_version = 1
-            else:
-                next_version = current if published["sha256"] == digest else current + 1
-    outside = provider.outside_reason(path, paths.root)
-    fstate = {"kind": "outside", "why": outside, "code": "PROVIDER_PATH_OUTSIDE"} if outside else \
-        provider.read_file_state(path, state)
+            next_version = provider.next_version(state, task_id, digest, fstate)[0]
     kind = fstate["kind"]
     if kind == "ours":
         if fstate.get("errors"):
@@ -78,7 +75,7 @@ def _would(info):
     if info["file"]["kind"] == "outside":
         return "outside"
     if info["projection"] is None:
-        return {"ours": "removed", "foreign": "foreign"}.get(info["file"]["kind"], "absent")
+        return {"ours": "removed", "unrecorded": "removed", "foreign": "foreign"}.get(info["file"]["kind"], "absent")
     if info["file"]["kind"] == "foreign":
         return "foreign"
     if info["current_version"] is None or info["next_version"] != info["current_version"]:

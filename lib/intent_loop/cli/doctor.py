@@ -3,7 +3,7 @@ import os
 import sys
 import time
 
-from intent_loop.cli.common import current_project, data_root, load_state
+from intent_loop.cli.common import current_project, damage_next_action, data_root, load_state
 from intent_loop.cli.old_runtimes import old_runtimes
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
@@ -47,12 +47,14 @@ def _hooks_check(env):
             if path not in files:
                 files.append(path)
     found = []
+    from intent_loop.cli.hooks_config import CONFIG_READ_CAP
+    from intent_loop.storage.paths import read_through_links
+
     for path in files:
         try:
-            with open(path, "rb") as fh:
-                if _HOOK_MARK.encode() in fh.read():
-                    found.append(path)
-        except OSError:
+            if _HOOK_MARK.encode() in (read_through_links(path, CONFIG_READ_CAP) or b""):  # no FIFO, no /dev/zero
+                found.append(path)
+        except (OSError, IntentLoopError):
             continue
     detail = (f"hooks installed in {', '.join(found)}" if found
               else f"no intent-loop hooks in {', '.join(files) or 'any hooks.json'}")
@@ -164,7 +166,7 @@ def _runtime_check(root):
     return _check("runtime", True, f"{runtime} is a real directory" if os.path.isdir(runtime) else "not extracted yet")
 
 
-def _check_project(paths, broken, diverged):
+def _check_project(paths, broken, diverged, damage=None):
     """Verify a project's whole chain and re-derive its state, comparing it with the cache (the
     daily scrub, run now): a difference is rebuilt and named, never silently believed."""
     from intent_loop.storage import cache_upkeep
@@ -182,6 +184,8 @@ def _check_project(paths, broken, diverged):
         else:
             line = f"line {finding.line} " if finding.line is not None else ""
             broken.append(f"{paths.project_id[:12]}: {line}{finding.code}")
+            if damage is not None:
+                damage.append(finding)
 
 
 def cmd_doctor(args, console):
@@ -206,18 +210,19 @@ def cmd_doctor(args, console):
     checks.append(_check("old_runtimes", not old, describe_runtimes(old) if old else "none left by earlier builds",
                          "run `intent-loop install --apply`, which removes them"))
     if root is not None:
-        broken, diverged, residue, q_count, q_bytes = [], [], [], 0, 0
+        broken, diverged, residue, q_count, q_bytes, damage = [], [], [], 0, 0, []
         project_ids = projects(root)
         for project_id in project_ids:
             ppaths = ProjectPaths(root, project_id)
-            _check_project(ppaths, broken, diverged)
+            _check_project(ppaths, broken, diverged, damage)
             names = _lock_residue(ppaths.dir)
             residue.extend(f"{project_id[:12]}/{n}" for n in names)
             count, size = _quarantine(ppaths.dir)
             q_count, q_bytes = q_count + count, q_bytes + size
         checks.append(_check("chains", not broken,
                              f"{len(project_ids)} projects verified" if not broken else "damaged: " + "; ".join(broken),
-                             "run `intent-loop recover` in the damaged project's directory"))
+                             "; ".join(dict.fromkeys(damage_next_action(f) for f in damage))
+                             or damage_next_action(None)))
         checks.append(_check("cache", not diverged,
                              "every project's cache matches what its ledger folds to" if not diverged else
                              f"{ErrorCode.CACHE_MISMATCH} (rebuilt from the ledger): " + ", ".join(diverged),
@@ -236,10 +241,13 @@ def cmd_doctor(args, console):
                                      "point EFG_CONTRACT_PATH inside the project, or unset it"))
             else:
                 fstate = provider.read_file_state(guard_path, load_state(paths))
-                ok = fstate["kind"] != "ours" or not fstate.get("errors")
-                checks.append(_check("guard_file", ok, f"{fstate['kind']}" + (f" version {fstate['version']}" if
-                                                                              fstate["kind"] == "ours" else ""),
-                                     "run `intent-loop contract publish`"))
+                ok = fstate["kind"] not in ("ours", "unrecorded") or (fstate["kind"] == "ours"
+                                                                      and not fstate.get("errors"))
+                detail = fstate["kind"] + (f" version {fstate['version']}" if fstate["kind"] == "ours" else "")
+                if fstate["kind"] == "unrecorded":  # Guard may enforce a version our ledger lost
+                    detail = f"{ErrorCode.GUARD_VERSION_UNRECORDED}: {guard_path} {fstate['why']}"
+                checks.append(_check("guard_file", ok, detail, "run `intent-loop contract publish` (it publishes "
+                                                               "above the file's version)"))
         except IntentLoopError as exc:
             checks.append(_check("guard_file", False, exc.code, "run `intent-loop verify` and `intent-loop recover`"))
     ok = all(c["ok"] for c in checks)

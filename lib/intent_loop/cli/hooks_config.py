@@ -55,6 +55,9 @@ def handler_program(handler):
     return None
 
 
+CONFIG_READ_CAP = 4 << 20  # Codex's hooks.json is a few KiB; more is not a hooks file to merge into
+
+
 def _invalid(path, why):
     return IntentLoopError(ErrorCode.HOOKS_CONFIG_INVALID,
                            f"{path} {why}; fix or move it by hand (intent-loop never overwrites it)",
@@ -63,13 +66,16 @@ def _invalid(path, why):
 
 def load_config(path):
     """(config dict or None when missing, raw bytes or None). Raises HOOKS_CONFIG_INVALID."""
+    from intent_loop.storage.paths import read_through_links
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        return None, None
+        raw = read_through_links(path, CONFIG_READ_CAP)  # a link is read through; never a FIFO or /dev/zero
     except OSError as exc:
         raise _invalid(path, f"cannot be read ({exc.strerror})") from exc
+    except IntentLoopError as exc:
+        raise _invalid(path, f"cannot be read ({exc.message.split('; inspect')[0]})") from None
+    if raw is None:
+        return None, None
     try:
         config = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:

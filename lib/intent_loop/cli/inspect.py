@@ -5,6 +5,7 @@ from intent_loop.cli.common import (
     add_json_flag,
     add_task_option,
     current_project,
+    damage_next_action,
     data_root,
     load_checkpointed,
     load_state,
@@ -84,13 +85,14 @@ def cmd_status(args, console):
               "workspace": paths.root, "hook_failures": _hook_failures(root)}
     try:
         state = load_checkpointed(paths).state
+        rows = task_rows(state)  # loads every task's shard: a pointer into a damaged line fails here
         result["chain"] = {"ok": True, "present": is_project_present(paths)}
     except IntentLoopError as exc:
         state = None
-        result["chain"] = {"ok": False, "error": exc.to_dict()}
+        result["chain"] = {"ok": False, "error": exc.to_dict(), "next_action": damage_next_action(exc)}
     ppath = provider.provider_path(paths.root, console.env)
     if state is not None:
-        result["tasks"] = task_rows(state)
+        result["tasks"] = rows
         result["newest_task"] = state["last_change"]["task_id"]
         fstate = provider.read_file_state(ppath, state)
         pending = provider.plan_refresh(state, workspace=paths.root, env=console.env)
@@ -107,7 +109,7 @@ def cmd_status(args, console):
     console.out(f"project:   {paths.project_id} ({paths.root})")
     chain = result["chain"]
     console.out("chain:     " + ("OK" if chain["ok"]
-                                 else f"DAMAGED: {chain['error']['code']}; run `intent-loop recover`"))
+                                 else f"DAMAGED: {chain['error']['code']}; {chain['next_action']}"))
     if not result["tasks"]:
         console.out("tasks:     none yet; `intent-loop claim add goal <text>` starts one")
     for row in result["tasks"]:

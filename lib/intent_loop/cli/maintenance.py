@@ -36,12 +36,17 @@ def register(subparsers):
 
 
 def _verify_one(paths, console):
+    """Verify the chain and compare the cache with what it folds to (the comparison doctor and the
+    daily scrub make): a cache that differs is a named finding and is rebuilt, never believed."""
+    findings = []
     try:
-        verified = verify_all(paths, REDUCER, on_progress=console.progress, leave_checkpoint=True)
+        verified = verify_all(paths, REDUCER, on_progress=console.progress, leave_checkpoint=True,
+                              report=findings.append)
     except IntentLoopError as exc:
         return {"ok": False, "project_id": paths.project_id, "error": exc.to_dict()}
-    return {"ok": True, "project_id": paths.project_id, "events": verified.count, "bytes": verified.size,
-            "last_hash": verified.last_hash, "torn_tail_bytes": verified.torn_tail}
+    return {"ok": not findings, "project_id": paths.project_id, "events": verified.count, "bytes": verified.size,
+            "last_hash": verified.last_hash, "torn_tail_bytes": verified.torn_tail,
+            "findings": [f.to_dict() for f in findings]}
 
 
 def cmd_verify(args, console):
@@ -55,11 +60,13 @@ def cmd_verify(args, console):
         console.json(results[0] if not args.all_projects
                      else {"ok": all(r["ok"] for r in results), "projects": results})
     for result in results if not args.json else ():
-        if result["ok"]:
+        if "events" in result:
             torn = f"; a torn partial last line of {result['torn_tail_bytes']} bytes follows (the next change " \
                    "sets it aside)" if result.get("torn_tail_bytes") else ""
             console.out(f"{result['project_id'][:12]} ledger OK: {result['events']} events, {result['bytes']} bytes, "
                         f"last hash {result['last_hash']}{torn}")
+            for finding in result["findings"]:
+                console.out(f"{result['project_id'][:12]} cache DIFFERED: {finding['code']}: {finding['message']}")
         else:
             error = result["error"]
             where = f" at line {error['line']}" if error.get("line") is not None else ""  # UNSAFE_PATH has none
@@ -69,16 +76,42 @@ def cmd_verify(args, console):
     return 0 if all(r["ok"] for r in results) else 1
 
 
+def _export(fd, found, path):
+    """Write the verified prefix to `path`; a failure names the whole path, not only its last part."""
+    try:
+        if fd is not None:
+            export_prefix(fd, found.size, path)
+        else:
+            export_prefix_empty(path)
+    except IntentLoopError as exc:
+        if exc.code != ErrorCode.WRITE_FAILED:
+            raise
+        why = exc.message.split(": ", 1)[-1]
+        raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not write {path}: {why}") from None
+
+
+def _republish(paths, console):
+    """After a cut: publish, rewrite or withdraw the Guard file so it matches the recovered state
+    (a file of ours the cut made unrecorded would otherwise stay frozen as a foreign one)."""
+    from intent_loop.guard import provider
+    from intent_loop.storage.transaction import Transaction
+
+    try:
+        with Transaction(paths, REDUCER, deadline=deadline()) as tx:
+            return provider.refresh(tx, workspace=paths.root, env=console.env)
+    except IntentLoopError as exc:
+        return {"action": "error", "code": exc.code, "reason": exc.message}
+
+
 def cmd_recover(args, console):
     paths = current_project(console)
-    if args.export and os.path.lexists(args.export):
-        raise IntentLoopError(ErrorCode.FILE_EXISTS, f"{args.export} exists; choose a new file name")
+    export = os.path.abspath(args.export) if args.export else None
+    if export and os.path.lexists(export):
+        raise IntentLoopError(ErrorCode.FILE_EXISTS, f"{export} exists; choose a new file name")
     found, fd = scan_project(paths, on_progress=console.progress)  # streamed: bounded memory at any size
     try:
-        if args.export and fd is not None:
-            export_prefix(fd, found.size, os.path.abspath(args.export))
-        elif args.export:
-            export_prefix_empty(os.path.abspath(args.export))
+        if export:
+            _export(fd, found, export)
     finally:
         if fd is not None:
             os.close(fd)
@@ -88,7 +121,13 @@ def cmd_recover(args, console):
               "first_bad_line": error.line if error else None, "error": error.to_dict() if error else None,
               "applied": False, "exported": args.export or None, "quarantine": None}
     if args.apply and error is not None:
-        result.update(cut_to_verified_prefix(paths, deadline=deadline(), on_progress=console.progress))
+        from intent_loop.guard.provider import guard_file_version, provider_path
+
+        guard_path = provider_path(paths.root, console.env)
+        result.update(cut_to_verified_prefix(paths, deadline=deadline(), on_progress=console.progress,
+                                             guard_version=lambda: guard_file_version(guard_path)))
+        if result["applied"]:
+            result["guard"] = _republish(paths, console)
     elif args.apply:
         from intent_loop.storage.chain_marker import clear
 
@@ -107,6 +146,16 @@ def cmd_recover(args, console):
             where = result["quarantine"]
             moved = f"suffix moved to {where}" if where else "no complete line to keep"
             console.out(f"ledger cut to {result['verified_lines']} lines; {moved}")
+            floors = result.get("version_floors")
+            if floors:
+                console.out("Guard versions carried across the cut (contract_version_floor): " + ", ".join(
+                    f"{ref[:15]} v{version}" for ref, version in sorted(floors.items())))
+            guard = result.get("guard") or {}
+            version = f" version {guard['version']}" if guard.get("version") else ""
+            code = f"{guard['code']}: " if guard.get("code") else ""
+            reason = f" ({code}{guard['reason']})" if guard.get("reason") else ""
+            console.out(f"guard file {guard.get('action')}{version}" + (f" at {guard['path']}" if guard.get("path")
+                                                                        else "") + reason)
         elif error is not None and not args.apply:
             console.out("dry run: nothing changed; `intent-loop recover --apply` cuts the ledger back")
     return 0

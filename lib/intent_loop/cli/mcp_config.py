@@ -27,6 +27,9 @@ class McpChange:
         self.path, self.target, self.raw, self.new_bytes, self.warning = path, target, raw, new_bytes, warning
 
 
+CONFIG_READ_CAP = 4 << 20  # a Codex config.toml is a few KiB
+
+
 def _invalid(path, why):
     return IntentLoopError(ErrorCode.CODEX_CONFIG_INVALID,
                            f"{path} {why}; fix it by hand (intent-loop never overwrites it)", details={"path": path})
@@ -52,13 +55,16 @@ def read(path):
     """(raw text or None when missing, parsed dict). CODEX_CONFIG_INVALID for what tomllib refuses."""
     import tomllib
 
+    from intent_loop.storage.paths import read_through_links
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        return None, {}
+        raw = read_through_links(path, CONFIG_READ_CAP)  # a link is read through; never a FIFO or /dev/zero
     except OSError as exc:
         raise _invalid(path, f"cannot be read ({exc.strerror})") from exc
+    except IntentLoopError as exc:
+        raise _invalid(path, f"cannot be read ({exc.message.split('; inspect')[0]})") from None
+    if raw is None:
+        return None, {}
     try:
         return raw.decode("utf-8"), tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

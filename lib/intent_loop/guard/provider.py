@@ -13,7 +13,7 @@ from intent_loop.guard import acceptance, contract_file, document
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.rule_grammar import js_trim
-from intent_loop.intent.state import active_claims, is_hook_visible
+from intent_loop.intent.state import active_claims, is_hook_visible, version_floor
 from intent_loop.storage import fast_os
 from intent_loop.storage.atomic import replace_atomically
 from intent_loop.storage.ledger import Draft
@@ -133,7 +133,30 @@ def read_file_state(path, state):
     owner = _owning_task(doc, state) if kind == "provider" else None
     if owner is None:
         return {"kind": "foreign", "why": f"a {kind} document we did not publish", "errors": errors}
+    if not owner[3]:
+        return {"kind": "unrecorded", "task_id": owner[0], "version": owner[1], "sha256": owner[2], "errors": errors,
+                "why": f"names task {owner[0][:8]} of this project at version {owner[1]}, which its ledger "
+                       "never recorded"}
     return {"kind": "ours", "task_id": owner[0], "version": owner[1], "sha256": owner[2], "errors": errors}
+
+
+def guard_file_version(path):
+    """(contract_ref, contract_version) of an `intent:` provider document at `path`, or None: what
+    recovery carries across a cut (read without following a link, never blocking, capped)."""
+    from intent_loop.storage.paths import read_capped
+
+    try:
+        data = read_capped(path, OWN_FILE_READ_CAP)
+    except (IntentLoopError, OSError):
+        return None
+    doc = _parse_oversized(data) if data is not None else None
+    envelope = doc.get("envelope") if isinstance(doc, dict) else None
+    if not isinstance(envelope, dict):
+        return None
+    ref, version = envelope.get("contract_ref"), envelope.get("contract_version")
+    if isinstance(ref, str) and ref.startswith("intent:") and type(version) is int and version > 0:
+        return ref, version
+    return None
 
 
 OWN_FILE_READ_CAP = 4 << 20  # an oversized document of ours (an older build wrote them) is recognised up to this
@@ -154,14 +177,27 @@ def _owning_task(doc, state):
         return None
     ref, version, digest = (envelope.get("contract_ref"), envelope.get("contract_version"),
                             envelope.get("snapshot_sha256"))
-    if not isinstance(ref, str) or not ref.startswith("intent:"):
+    if not isinstance(ref, str) or not ref.startswith("intent:") or type(version) is not int:
         return None
-    task = state["tasks"].get(ref[len("intent:"):])
-    if task is None or type(version) is not int:
-        return None
-    if task.get("publications", {}).get(str(version)) != digest:
-        return None
-    return task["task_id"], version, digest
+    task_id = ref[len("intent:"):]
+    task = state["tasks"].get(task_id)
+    if task is None:
+        # a task only a recovery's floor remembers (its events were in the damaged suffix)
+        return (task_id, version, digest, False) if version_floor(state, task_id) else None
+    return task_id, version, digest, task.get("publications", {}).get(str(version)) == digest
+
+
+def next_version(state, task_id, digest, current):
+    """(version, is_new) of the task's publication of `digest`: a new one goes above the task's
+    last publication, a recovery's floor and a file of ours at an unrecorded version (Guard may
+    have seen either), so no (ref, version) ever comes back with other content."""
+    published = state["tasks"][task_id].get("published")
+    floor = max(published["version"] if published else 0, version_floor(state, task_id))
+    if current["kind"] == "unrecorded" and current["task_id"] == task_id:
+        floor = max(floor, current["version"])
+    if published and published["sha256"] == digest and published["version"] >= floor:
+        return published["version"], False
+    return floor + 1, True
 
 
 class Publication:
@@ -198,17 +234,19 @@ def plan_refresh(state, *, workspace, env, now=time.time):
             reason = f"task {task_id[:8]} has no goal yet (`intent: goal ...`)"
             code = ErrorCode.PROJECTION_INCOMPLETE
     if projection is None:
-        action = {"ours": "removed", "foreign": "foreign"}.get(current["kind"], "absent")
-        return Publication(action, path, task_id=task_id, reason=reason, remove=current["kind"] == "ours", code=code)
-    return _plan_publish(path, current, state["tasks"][task_id], projection, now)
+        # A file naming our task at a version we never recorded (a recovery cut its event) is ours
+        # to withdraw: left alone it would keep an old contract in force.
+        mine = current["kind"] in ("ours", "unrecorded")
+        action = "removed" if mine else {"foreign": "foreign"}.get(current["kind"], "absent")
+        return Publication(action, path, task_id=task_id, reason=reason, remove=mine, code=code)
+    return _plan_publish(path, current, state, state["tasks"][task_id], projection, now)
 
 
-def _plan_publish(path, current, task, projection, now):
+def _plan_publish(path, current, state, task, projection, now):
     task_id = task["task_id"]
     digest = document.projection_sha256(projection)
     published = task.get("published")
-    is_new = not published or published["sha256"] != digest
-    version = (published["version"] + 1 if published else 1) if is_new else published["version"]
+    version, is_new = next_version(state, task_id, digest, current)
     refs = list(task["claim_events"])
     doc = document.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
                                   source_message_refs=refs,

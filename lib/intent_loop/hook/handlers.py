@@ -13,6 +13,7 @@ from intent_loop.storage.paths import check_real_directory, project_paths, resol
 # and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
 # A project intent-loop has never written to has no state to read.
 SEEN_PREFIX = "v2.seen-"
+SEEN_CAP = 64 << 10  # a seen record is a few hundred bytes; a bigger one is not ours to believe
 NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task_id": None, "seq": 0}}
 
 
@@ -76,7 +77,11 @@ class HookContext:
         return fast_os.path.join(self.paths.cache_dir, f"{SEEN_PREFIX}{self.session}.json")
 
     def _write_seen(self, record):
-        if fast_os.path.isdir(self.paths.cache_dir):
+        try:  # a symlinked cache/ is never written through (isdir would follow it)
+            real = check_real_directory(self.paths.cache_dir)
+        except IntentLoopError:
+            real = False
+        if real:
             from intent_loop.storage.atomic import replace_atomically
 
             try:
@@ -137,10 +142,12 @@ class HookContext:
 
     def _seen(self):
         if self._seen_record is None:
-            try:
-                with open(self._seen_path(), "rb") as fh:
-                    record = loads(fh.read())
-            except (OSError, ValueError):
+            from intent_loop.storage.paths import read_capped
+
+            try:  # a derived file: a link, FIFO or /dev/zero there is no record (never followed, never blocks)
+                data = read_capped(self._seen_path(), SEEN_CAP)
+                record = loads(data) if data is not None else {}
+            except (OSError, ValueError, RecursionError, IntentLoopError):
                 record = {}
             self._seen_record = record if isinstance(record, dict) else {}
         return dict(self._seen_record)

@@ -25,7 +25,12 @@ def signal_digest(key):
 
 
 class ProjectReducer:
-    """Folds events into {tasks, sessions, candidates, signals, durable, modes}; JSON-serializable throughout.
+    """Folds events into {tasks, sessions, candidates, signals, durable, modes, contract_floors};
+    JSON-serializable throughout.
+
+    `contract_floors` maps a task id to the highest Guard version a recovery found published for
+    it outside what the ledger kept (`contract_version_floor`): its next publication continues
+    above it, so Guard never sees a version again with other content.
 
     `durable` maps each active long-term claim to its task and `modes` each task that is not "on"
     to its mode, so the hook view finds the durable rules of other tasks without reading them all.
@@ -37,12 +42,12 @@ class ProjectReducer:
     never cached.
     """
 
-    version = "project-state-2"
+    version = "project-state-3"  # 3: contract_floors
     wants_position = True  # fold_lines passes each line's (offset, length)
 
     def initial(self):
         return {"seq": 0, "tasks": {}, "sessions": {}, "candidates": {}, "signals": {},
-                "last_change": {"task_id": None, "seq": 0}, "durable": {}, "modes": {}}
+                "last_change": {"task_id": None, "seq": 0}, "durable": {}, "modes": {}, "contract_floors": {}}
 
     def apply(self, state, event, position=None):
         state["seq"] += 1
@@ -210,6 +215,18 @@ class ProjectReducer:
             "published_at": event["occurred_at"],
         }
         task["refs"]["published"] = _ref(at, event)
+
+    def _on_contract_version_floor(self, state, event, payload, at):
+        """Written by `recover --apply` (project-level, task_id null): {"intent:<task id>": version}."""
+        floors = state["contract_floors"]
+        for ref, version in payload["floors"].items():
+            task_id = ref[len("intent:"):]
+            floors[task_id] = max(floors.get(task_id, 0), version)
+
+
+def version_floor(state, task_id):
+    """The version a task's next publication must exceed besides its own (0 when none)."""
+    return state.get("contract_floors", {}).get(task_id, 0)
 
 
 def active_claims(task):

@@ -143,7 +143,8 @@ def split(state):
     else:
         encoded_candidates = _encode_candidates(_stored(state, "candidates"))
     root = {"seq": state["seq"], "last_change": state["last_change"], "modes": state["modes"],
-            "durable": _encode_durable(state, source), "candidates": encoded_candidates}
+            "durable": _encode_durable(state, source), "candidates": encoded_candidates,
+            "contract_floors": state["contract_floors"]}
     shards = {}
     if full:
         for task_id, task in _stored(state, "tasks").items():
@@ -378,7 +379,9 @@ def join(reducer, root, store, *, paths, checkpoint):
            and (root["last_change"].get("task_id") is None or isinstance(root["last_change"]["task_id"], str))
            and all(isinstance(k, str) and isinstance(v, list) and v and isinstance(v[0], str)
                    for k, v in root["durable"].items())
-           and isinstance(root["modes"], dict) and all(m in MODES for m in root["modes"].values()))
+           and isinstance(root["modes"], dict) and all(m in MODES for m in root["modes"].values())
+           and isinstance(root["contract_floors"], dict)
+           and all(isinstance(k, str) and type(v) is int and v > 0 for k, v in root["contract_floors"].items()))
     source = _Source(reducer, store, root, paths=paths, checkpoint=checkpoint)
     source.maps = {
         "tasks": LazyMap(source, shard_of=_task_shard, names=lambda: source.names("t"), per_key=True),
@@ -387,7 +390,8 @@ def join(reducer, root, store, *, paths, checkpoint):
         "candidates": LazyMap(source, shard_of=_candidate_shard, names=lambda: ["c"] if root["candidates"] else []),
     }
     return {"seq": root["seq"], "last_change": dict(root["last_change"]), "modes": dict(root["modes"]),
-            "durable": {claim_id: entry[0] for claim_id, entry in root["durable"].items()}, **source.maps}
+            "durable": {claim_id: entry[0] for claim_id, entry in root["durable"].items()},
+            "contract_floors": dict(root["contract_floors"]), **source.maps}
 
 
 def materialize(state):
@@ -411,7 +415,8 @@ def plain(state, *, strict=False):
     finally:
         if source is not None:
             source.strict = False
-    out.update(seq=state["seq"], last_change=state["last_change"], durable=state["durable"], modes=state["modes"])
+    out.update(seq=state["seq"], last_change=state["last_change"], durable=state["durable"], modes=state["modes"],
+               contract_floors=state["contract_floors"])
     return out
 
 

@@ -118,7 +118,7 @@ def _clear_provider(paths, old_state, task_id, workspace, env):
         return []
     path = provider.provider_path(workspace, env or {})
     fstate = provider.read_file_state(path, old_state)
-    if fstate["kind"] == "ours" and fstate["task_id"] == task_id:
+    if fstate["kind"] in ("ours", "unrecorded") and fstate["task_id"] == task_id:
         try:
             os.unlink(path)
         except FileNotFoundError:

@@ -1,8 +1,10 @@
 """The ledger without a deleted task or claim: which events are dropped or rewritten, and the re-chained bytes.
 
-Task deletion drops every event whose task_id is the task. A candidate first proposed from that
-task is dropped too unless a surviving event (confirm/dismiss in another task) refers to it; then its
-`candidate_added` event is kept with task_id null (its statement is then reported as shared text).
+Task deletion drops every event whose task_id is the task, and the task's ref from every
+`contract_version_floor` (recovery's project-level record of Guard's versions; one left empty is
+dropped). A candidate first proposed from that task is dropped too unless a surviving event
+(confirm/dismiss in another task) refers to it; then its `candidate_added` event is kept with
+task_id null (its statement is then reported as shared text).
 
 Claim deletion:
 - `claim_added` of the claim is dropped; it is removed from `task_started.initial_claims` and from
@@ -46,6 +48,22 @@ def _hand_over_fingerprints(events, keep):
                 break
 
 
+def _drop_floors(events, task_id):
+    """A deleted task's ref leaves every `contract_version_floor` (recovery's record of Guard's
+    versions); a floor event left with no ref is dropped. Returns the events kept."""
+    ref = f"intent:{task_id}"
+    kept = []
+    for event in events:
+        floors = event["payload"].get("floors") if event["event_type"] == "contract_version_floor" else None
+        if isinstance(floors, dict) and ref in floors:
+            rest = {k: v for k, v in floors.items() if k != ref}
+            if not rest:
+                continue
+            event["payload"] = dict(event["payload"], floors=rest)
+        kept.append(event)
+    return kept
+
+
 def _scrub_refs(events, dropped_event_ids):
     for event in events:
         if event["event_type"] == "contract_published":
@@ -72,7 +90,7 @@ def plan_task_deletion(events, task_id, *, referenced=None, dropped_ids=None):
     _hand_over_fingerprints(events, keep)
     if dropped_ids is None:
         dropped_ids = {e["event_id"] for e, k in zip(events, keep, strict=True) if not k}
-    kept = [e for e, k in zip(events, keep, strict=True) if k]
+    kept = _drop_floors([e for e, k in zip(events, keep, strict=True) if k], task_id)
     _scrub_refs(kept, dropped_ids)
     return kept, len(events) - len(kept)
 

@@ -48,22 +48,68 @@ def same_state(cached, fresh, reducer=None):
     return cached.verified.state == fresh.state
 
 
-def verify_everything(paths, reducer, *, on_progress=None, on_event=None, leave_checkpoint=False):
-    """Full verification from the first byte, streamed; raises on damage (see ledger.verify_all)."""
+def verify_everything(paths, reducer, *, on_progress=None, on_event=None, leave_checkpoint=False, report=None):
+    """Full verification from the first byte, streamed; raises on damage (see ledger.verify_all).
+
+    `report` (with `leave_checkpoint`): also compare the cache with what the ledger folds to, as
+    the scrub does (`_fold_comparing`), and call `report(IntentLoopError(CACHE_MISMATCH))` when
+    they differ; the checkpoint left behind replaces it. Skipped while another upkeep runs."""
     verified = empty_verified(reducer)
     if not is_project_present(paths):
         return verified
-    fd, st = open_ledger(paths)
-    if fd is None:
-        return verified
-    try:
-        fold_stream(fd, verified, reducer, project_id=paths.project_id, end=st.st_size,
-                    on_event=on_event, on_progress=on_progress)
-    finally:
-        fast_os.close(fd)
-    if leave_checkpoint:
-        publish(paths, reducer, verified, st, full=True)
+    with _UpkeepLock(paths) if report is not None else _NO_LOCK as lock:
+        fd, st = open_ledger(paths)
+        if fd is None:
+            return verified
+        try:
+            if report is not None and lock.held:
+                cached, matches = _fold_comparing(paths, reducer, fd, st, verified, on_event=on_event,
+                                                  on_progress=on_progress)
+            else:
+                cached = matches = None
+                fold_stream(fd, verified, reducer, project_id=paths.project_id, end=st.st_size,
+                            on_event=on_event, on_progress=on_progress)
+        finally:
+            fast_os.close(fd)
+        if leave_checkpoint:
+            publish(paths, reducer, verified, st, full=True)
+    if matches is False:
+        report(_mismatch(cached))
     return verified
+
+
+def _fold_comparing(paths, reducer, fd, st, fresh, *, on_event=None, on_progress=None):
+    """Fold the whole ledger into `fresh`, stopping at the cached checkpoint on the way to compare
+    (the one comparison the scrub, `doctor` and `verify` share): (cached, True/False, or None
+    when there is no usable checkpoint). Raises the ledger's error on damage."""
+    cached = checkpoint.load(paths, reducer)
+    matches = None
+    if cached is not None and 0 < cached.verified.size <= st.st_size:
+        fold_stream(fd, fresh, reducer, project_id=paths.project_id, end=st.st_size,
+                    stop_at=cached.verified.size, on_event=on_event, on_progress=on_progress)
+        matches = (fresh.size == cached.verified.size and fresh.last_hash == cached.verified.last_hash
+                   and same_state(cached, fresh, reducer))
+    fold_stream(fd, fresh, reducer, project_id=paths.project_id, end=st.st_size, on_event=on_event,
+                on_progress=on_progress)
+    return cached, matches
+
+
+def _mismatch(cached):
+    return IntentLoopError(ErrorCode.CACHE_MISMATCH, f"the cache did not match the ledger's first "
+                                                     f"{cached.verified.count} events; it was rebuilt from the ledger")
+
+
+class _NoLock:
+    held = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        pass
+
+
+_NO_LOCK = _NoLock()
 
 
 def publish(paths, reducer, verified, st, *, full=False):
@@ -197,16 +243,9 @@ def scrub(paths, reducer, *, report):
         if fd is None:
             return "absent"
         try:
-            cached = checkpoint.load(paths, reducer)
             fresh = empty_verified(reducer)
-            matches = None
             try:
-                if cached is not None and 0 < cached.verified.size <= st.st_size:
-                    fold_stream(fd, fresh, reducer, project_id=paths.project_id, end=st.st_size,
-                                stop_at=cached.verified.size)
-                    matches = (fresh.size == cached.verified.size and fresh.last_hash == cached.verified.last_hash
-                               and same_state(cached, fresh, reducer))
-                fold_stream(fd, fresh, reducer, project_id=paths.project_id, end=st.st_size)
+                cached, matches = _fold_comparing(paths, reducer, fd, st, fresh)
             except IntentLoopError as exc:
                 if exc.code not in _BROKEN:
                     raise
@@ -220,8 +259,6 @@ def scrub(paths, reducer, *, report):
             fast_os.close(fd)
         publish(paths, reducer, fresh, st, full=True)
         if matches is False:
-            report(IntentLoopError(ErrorCode.CACHE_MISMATCH,
-                                   f"the cache did not match the ledger's first {cached.verified.count} events; "
-                                   "it was rebuilt from the ledger"))
+            report(_mismatch(cached))
             return "rebuilt"
         return "ok"

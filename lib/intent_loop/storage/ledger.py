@@ -340,14 +340,15 @@ def load_verified(paths, reducer, *, write_cache=True, max_unverified=None):
     return verified
 
 
-def verify_all(paths, reducer, *, on_progress=None, on_event=None, leave_checkpoint=False):
+def verify_all(paths, reducer, *, on_progress=None, on_event=None, leave_checkpoint=False, report=None):
     """Full verification from the first byte, ignoring the cache. Returns Verified or raises.
 
     Streams the ledger through the orjson verifier (`bulk_verify`), so memory stays bounded at any
     size. `leave_checkpoint` publishes the result as the cache (read-only commands that verified
-    everything leave a fresh checkpoint behind; see `storage/cache_upkeep.py`).
+    everything leave a fresh checkpoint behind; see `storage/cache_upkeep.py`); with `report` the
+    old cache is first compared with the result and a difference reported (CACHE_MISMATCH).
     """
     from intent_loop.storage import cache_upkeep  # the bulk paths only: never on a hook's read path
 
     return cache_upkeep.verify_everything(paths, reducer, on_progress=on_progress, on_event=on_event,
-                                          leave_checkpoint=leave_checkpoint)
+                                          leave_checkpoint=leave_checkpoint, report=report)

@@ -201,6 +201,33 @@ def read_capped(path, cap):
         fast_os.close(fd)
 
 
+def read_through_links(path, cap):
+    """The bytes of a file that may be a link (Codex's own hooks.json and config.toml: a dotfile
+    manager links them), or None when missing. The link is followed, but the open never blocks
+    (a FIFO), what it reaches must be a regular file, and at most `cap` bytes are read (a link to
+    /dev/zero): UNSAFE_PATH otherwise. OSError for what the system refuses (permissions)."""
+    try:
+        fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    try:
+        st = fast_os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise unsafe(path, "it is not a regular file (a FIFO, device or directory)")
+        chunks, size = [], 0
+        while size <= cap:
+            chunk = fast_os.read(fd, cap + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap:
+            raise unsafe(path, f"it is larger than {cap} bytes")
+        return b"".join(chunks)
+    finally:
+        fast_os.close(fd)
+
+
 def remove_derived(path):
     """Remove what stands where a derived file of ours belongs (a link, FIFO, device or a
     hard-linked file: unlink removes only the name, never what it points at); directories are

@@ -1,6 +1,12 @@
 """Recovery of a damaged ledger: its verified prefix, and cutting the ledger back to it under the lock
 (the damaged suffix goes to quarantine with a manifest; nothing verified is ever lost).
 
+Guard's versions survive the cut: Guard must never see a (contract_ref, contract_version) again with
+other content, so the highest version ever published per ref (the prefix's, every
+`contract_published` line of the damaged suffix that still parses, the Guard file's, earlier
+recovery manifests') is written into the recovered ledger as one `contract_version_floor` event, in
+the same atomic replace as the cut, and new publications continue above it.
+
 Both stream (storage/bulk_verify.py): the prefix is found by the chunked verifier and the bytes are
 copied file to file, so memory stays bounded at any ledger size.
 """
@@ -19,31 +25,62 @@ from intent_loop.storage.paths import ensure_project_layout
 _COPY = 1 << 20
 
 
-class _NoFold:
-    """Recovery needs the chain checked, not the state folded."""
+FLOOR_EVENT = "contract_version_floor"
+_REF_PREFIX = "intent:"
+_SUFFIX_LINE_CAP = 1 << 20  # a contract_published or task_started line is far smaller; longer ones are skipped
+_MANIFEST_CAP = 1 << 20
+
+
+class _Versions:
+    """Recovery needs the chain checked and, of the state, only the Guard versions and the task ids."""
 
     version = "recovery"
 
     def initial(self):
-        return None
+        return {"floors": {}, "tasks": set()}
 
     def apply(self, state, event):
-        pass
+        note_event(state, event)
+
+
+def note_event(state, event):
+    """Take what an event (verified or merely parsed) says about Guard versions and task ids."""
+    if not isinstance(event, dict):
+        return
+    payload = event.get("payload")
+    kind = event.get("event_type")
+    if isinstance(event.get("task_id"), str):
+        state["tasks"].add(event["task_id"])
+    if not isinstance(payload, dict):
+        return
+    if kind == "contract_published":
+        _raise_floor(state["floors"], payload.get("contract_ref"), payload.get("contract_version"))
+    elif kind == FLOOR_EVENT and isinstance(payload.get("floors"), dict):
+        for ref, version in payload["floors"].items():
+            _raise_floor(state["floors"], ref, version)
+
+
+def _raise_floor(floors, ref, version):
+    if isinstance(ref, str) and ref.startswith(_REF_PREFIX) and type(version) is int and version > 0:
+        floors[ref] = max(floors.get(ref, 0), version)
 
 
 class Prefix:
-    """What a scan found: the ledger's size, its verified prefix (bytes, lines) and the error that ends it."""
+    """What a scan found: the ledger's size, its verified prefix (bytes, lines, last hash), the
+    error that ends it, and the prefix's Guard versions and task ids."""
 
-    __slots__ = ("ledger_bytes", "size", "count", "error")
+    __slots__ = ("ledger_bytes", "size", "count", "error", "last_hash", "versions")
 
-    def __init__(self, ledger_bytes, size, count, error):
+    def __init__(self, ledger_bytes, size, count, error, last_hash=None, versions=None):
         self.ledger_bytes, self.size, self.count, self.error = ledger_bytes, size, count, error
+        self.last_hash = last_hash
+        self.versions = versions if versions is not None else _Versions().initial()
 
 
 def scan(fd, size, project_id, *, on_progress=None):
     """The verified prefix of an open ledger of `size` bytes. A partial last line is damage too
     (LEDGER_TORN_TAIL)."""
-    reducer = _NoFold()
+    reducer = _Versions()
     verified = empty_verified(reducer)
     error = None
     try:
@@ -53,7 +90,7 @@ def scan(fd, size, project_id, *, on_progress=None):
     if error is None and verified.size < size:
         line = verified.count + 1
         error = IntentLoopError(ErrorCode.LEDGER_TORN_TAIL, f"line {line}: a partial last line without LF", line=line)
-    return Prefix(size, verified.size, verified.count, error)
+    return Prefix(size, verified.size, verified.count, error, verified.last_hash, verified.state)
 
 
 def scan_project(paths, *, on_progress=None):
@@ -116,6 +153,67 @@ def _after_last_lf(fd, start, end):
     return start
 
 
+def _suffix_versions(fd, start, end, versions):
+    """Note every line of bytes [start, end) that still parses as JSON (hash checked or not, a torn
+    partial last line included): the damaged suffix may hold the newest publications."""
+    from intent_loop.storage.canonical import loads
+
+    position, pending = start, b""
+    while position < end or pending:
+        data = fast_os.pread(fd, min(_COPY, end - position), position) if position < end else b""
+        position += len(data)
+        if not data:
+            lines, pending = [pending], b""
+        else:
+            lines = (pending + data).split(b"\n")
+            pending = lines.pop()
+            if len(pending) > _SUFFIX_LINE_CAP:
+                pending = b"\xff"  # never parses: the rest of this long line is skipped
+        for line in lines:
+            if line and len(line) <= _SUFFIX_LINE_CAP:
+                try:
+                    note_event(versions, loads(line.decode("utf-8")))
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    pass
+
+
+def _manifest_versions(paths, versions):
+    """Floors recorded by earlier recoveries (their manifests are capped, regular files of ours)."""
+    from intent_loop.storage.canonical import loads
+    from intent_loop.storage.paths import read_capped
+
+    try:
+        names = fast_os.listdir(paths.quarantine_dir)
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(quarantine.RECOVERED_MANIFEST):
+            continue
+        try:
+            data = read_capped(fast_os.path.join(paths.quarantine_dir, name), _MANIFEST_CAP)
+            manifest = loads(data.decode("utf-8")) if data is not None else None
+        except (IntentLoopError, OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        floors = manifest.get("contract_version_floors") if isinstance(manifest, dict) else None
+        if isinstance(floors, dict):
+            for ref, version in floors.items():
+                _raise_floor(versions["floors"], ref, version)
+
+
+def _floor_line(paths, found, floors, manifest_name, manifest_sha256):
+    """The sealed `contract_version_floor` line (bytes with LF) chained to the verified prefix."""
+    from intent_loop.storage.ledger import Draft
+    from intent_loop.storage.sealing import request_fingerprint, seal
+    from intent_loop.storage.timestamps import format_utc
+
+    params = {"floors": floors, "manifest_sha256": manifest_sha256}
+    draft = Draft(FLOOR_EVENT, None, "system", dict(params, manifest=manifest_name,
+                                                    request_fingerprint=request_fingerprint("recover", params)))
+    _event, line = seal(draft, project_id=paths.project_id, request_id=f"recover:{manifest_sha256[:32]}",
+                        prev_hash=found.last_hash, occurred_at=format_utc(time.time()))
+    return line
+
+
 def export_prefix(fd, size, path):
     """Write the verified prefix (bytes [0, size) of the open ledger) to `path`, copied in the kernel."""
     from intent_loop.storage.atomic import replace_atomically
@@ -130,8 +228,12 @@ def export_prefix_empty(path):
     replace_atomically(path, b"", mode=0o600)
 
 
-def cut_to_verified_prefix(paths, *, deadline, on_progress=None):
-    """Under the project lock: quarantine the suffix with a manifest, then keep exactly the prefix."""
+def cut_to_verified_prefix(paths, *, deadline, on_progress=None, guard_version=None):
+    """Under the project lock: quarantine the suffix with a manifest, then keep exactly the prefix,
+    followed by a `contract_version_floor` event when anything outside the prefix published a
+    higher Guard version. `guard_version()` (called under the lock) is the Guard file's
+    (contract_ref, contract_version) or None; it counts only when the ref names a task of this
+    project (one the prefix or the damaged suffix knows)."""
     from intent_loop.storage.atomic import replace_atomically  # writers only
 
     ensure_project_layout(paths)
@@ -159,9 +261,13 @@ def cut_to_verified_prefix(paths, *, deadline, on_progress=None):
             if lines_end < found.ledger_bytes:
                 torn = fast_os.pread(fd, found.ledger_bytes - lines_end, lines_end)
                 manifest["torn_tail"] = {"byte_length": len(torn), "sha256": hashlib.sha256(torn).hexdigest()}
-            replace_atomically(fast_os.path.join(paths.quarantine_dir, manifest_name),
-                               canonical_bytes(manifest) + b"\n", mode=0o600)
-            replace_atomically(paths.ledger, b"", prefix=(fd, found.size))
+            floors, raised = _carried_floors(paths, fd, found, guard_version)
+            manifest["contract_version_floors"] = floors
+            manifest_bytes = canonical_bytes(manifest) + b"\n"
+            replace_atomically(fast_os.path.join(paths.quarantine_dir, manifest_name), manifest_bytes, mode=0o600)
+            manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
+            tail = _floor_line(paths, found, raised, manifest_name, manifest_sha256) if raised else b""
+            replace_atomically(paths.ledger, tail, prefix=(fd, found.size))
         finally:
             fast_os.close(fd)
         for name in (STATE_FILE, chain_marker.MARKER_FILE):
@@ -170,4 +276,21 @@ def cut_to_verified_prefix(paths, *, deadline, on_progress=None):
             except FileNotFoundError:
                 pass
     return {"applied": True, "verified_lines": found.count, "verified_bytes": found.size,
-            "quarantine": suffix_path, "manifest": manifest}
+            "quarantine": suffix_path, "manifest": manifest, "manifest_sha256": manifest_sha256,
+            "version_floors": raised}
+
+
+def _carried_floors(paths, fd, found, guard_version):
+    """(every ref's highest version known anywhere, the refs whose highest is above the prefix's)."""
+    prefix = found.versions["floors"]
+    known = {"floors": dict(prefix), "tasks": set(found.versions["tasks"])}
+    _suffix_versions(fd, found.size, found.ledger_bytes, known)
+    _manifest_versions(paths, known)
+    guard = guard_version() if guard_version is not None else None
+    if guard is not None:
+        ref, version = guard
+        if isinstance(ref, str) and ref[len(_REF_PREFIX):] in known["tasks"] | {
+                r[len(_REF_PREFIX):] for r in known["floors"]}:
+            _raise_floor(known["floors"], ref, version)
+    floors = known["floors"]
+    return floors, {ref: v for ref, v in sorted(floors.items()) if v > prefix.get(ref, 0)}
