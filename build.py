@@ -291,7 +291,8 @@ def marketplace_files():
             "skills": "./skills/",
             "interface": {"displayName": "intent-loop"},
         }),
-        # The same bytes as the top-level hooks.json: Codex trusts a hook by its handler's hash.
+        # The same bytes as the top-level hooks.json: Codex trusts a hook by its handler's hash (and a
+        # plugin's hooks also by a hash of the plugin's files: docs/upgrading.md).
         f"{plugin}/hooks/hooks.json": plugin_hooks_json(),
         f"{plugin}/.mcp.json": PLUGIN_MCP.read_text(),
     }

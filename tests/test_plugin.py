@@ -199,3 +199,12 @@ def test_doctor_counts_the_trust_records_of_user_level_hooks_at_their_positions(
     checks = doctor(home, tmp_path)
     assert f"user-level in {hooks_path} with the MCP server" in checks["hooks_installed"]["detail"]
     assert checks["hooks_trusted"]["ok"] and "(3 of 3)" in checks["hooks_trusted"]["detail"]
+
+
+@needs_dist
+def test_doctor_says_when_plugins_are_switched_off_in_codex(codex, tmp_path):
+    home, codex_home = codex
+    (codex_home / "config.toml").write_text("[features]\nplugins = false\n")
+    add_plugin(codex_home)
+    detail = doctor(home, tmp_path)["hooks_installed"]["detail"]
+    assert f"plugin {PLUGIN_ID} (0.1.0) in {codex_home} but [features] plugins = false" in detail, detail

@@ -74,9 +74,12 @@ def _install_checks(env):
             found.append(f"user-level in {path}" + (" with the MCP server" if user and user["mcp_server"] else ""))
             if user is not None and user["hooks"]:
                 trust.append((f"{path}", len(plugin_state.user_trust(config, user)), len(user["hooks"])))
+        features = config.get("features") if config is not None else None
+        off = isinstance(features, dict) and features.get("plugins") is False
         for plugin in plugins:
             versions = ", ".join(plugin["versions"]) or "no copy in the plugin cache"
-            found.append(f"plugin {plugin['id']} ({versions}) in {home}")
+            found.append(f"plugin {plugin['id']} ({versions}) in {home}"
+                         + (" but [features] plugins = false: Codex runs none of it" if off else ""))
             trust.append((plugin["id"], len(plugin_state.plugin_trust(config, plugin["id"])), len(_HOOK_EVENTS)))
         if plugins and (user_hooks or (user and user["mcp_server"])):
             twice.append(f"{home}: plugin {', '.join(p['id'] for p in plugins)} and the user-level "
