@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The one entry for people and CI: set up, build dist/, test, benchmark, demo.
 
-    python3 build.py            build the five binaries into dist/
+    python3 build.py            build the five binaries into dist/ and the plugin marketplace
+    python3 build.py plugin     (re)write the local marketplace dist/marketplace/ from dist/'s binaries
+                                (building them first when one is missing)
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
     python3 build.py demo       set up, build, run the main job on an embedded sample
     python3 build.py bench      hook and MCP server ratios against `python3 -I -S -c pass` at 1,000 /
@@ -249,9 +251,95 @@ def build_all():
     return [build_binary(binary.name, stage, DIST, python) for binary in BINARIES] + [write_plugin_hooks()]
 
 
+# -- the plugin: a local marketplace under dist/ ---------------------------------------------
+MARKETPLACE = DIST / "marketplace"
+MARKETPLACE_NAME = "intent-loop-local"  # `codex plugin add intent-loop@intent-loop-local`
+PLUGIN_NAME = "intent-loop"
+SKILLS = ROOT / "skills"
+PLUGIN_MCP = ROOT / ".mcp.json"  # the repository root is a plugin tree too; the marketplace copies its file
+
+
+def project_version():
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        return tomllib.load(fh)["project"]["version"]
+
+
+def _json_text(value):
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def marketplace_files():
+    """{relative path: (bytes, mode)} of the marketplace, everything from the table, the committed
+    plugin files and dist/'s binaries: nothing in it names the source tree, and the same inputs
+    give the same bytes (no time stamps, sorted walks)."""
+    plugin = f"plugins/{PLUGIN_NAME}"
+    files = {
+        ".agents/plugins/marketplace.json": _json_text({
+            "name": MARKETPLACE_NAME,
+            "interface": {"displayName": "intent-loop (local build)"},
+            "plugins": [{"name": PLUGIN_NAME, "source": {"source": "local", "path": f"./{plugin}"},
+                         "policy": {"installation": "AVAILABLE", "authentication": "ON_INSTALL"},
+                         "category": "Productivity"}],
+        }),
+        f"{plugin}/.codex-plugin/plugin.json": _json_text({
+            "name": PLUGIN_NAME,
+            "version": project_version(),
+            "description": "Local-first companion for the Codex CLI: records what the user asked for with "
+                           "`intent:` commands in a hash-chained ledger and publishes a Guard contract file.",
+            "hooks": "./hooks/hooks.json",
+            "mcpServers": "./.mcp.json",
+            "skills": "./skills/",
+            "interface": {"displayName": "intent-loop"},
+        }),
+        # The same bytes as the top-level hooks.json: Codex trusts a hook by its handler's hash (and a
+        # plugin's hooks also by a hash of the plugin's files: docs/upgrading.md).
+        f"{plugin}/hooks/hooks.json": plugin_hooks_json(),
+        f"{plugin}/.mcp.json": PLUGIN_MCP.read_text(),
+    }
+    files = {name: (text.encode(), 0o644) for name, text in files.items()}
+    for path in sorted(SKILLS.rglob("*")):
+        if path.is_file():
+            files[f"{plugin}/skills/{path.relative_to(SKILLS).as_posix()}"] = (path.read_bytes(), 0o644)
+    for binary in BINARIES:
+        files[f"{plugin}/dist/{binary.name}"] = ((DIST / binary.name).read_bytes(), 0o755)
+    return files
+
+
+def write_marketplace():
+    """dist/marketplace/, rebuilt whole in a sibling directory and swapped in, so a file a
+    previous build wrote and this one does not never lingers."""
+    missing = [b.name for b in BINARIES if not (DIST / b.name).is_file()]
+    if missing:
+        sys.exit(f"build.py: no {', '.join(missing)} in dist/: run `python3 build.py` first")
+    tmp = DIST / ".marketplace.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    for name, (data, mode) in marketplace_files().items():
+        path = tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(mode)
+    old = DIST / ".marketplace.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if MARKETPLACE.exists():
+        os.rename(MARKETPLACE, old)
+    os.rename(tmp, MARKETPLACE)
+    if old.exists():
+        shutil.rmtree(old)
+    return MARKETPLACE
+
+
 def cmd_build(_args):
-    for path in build_all():
+    for path in build_all() + [write_marketplace()]:
         print(f"built {path.relative_to(ROOT)}")
+    return 0
+
+
+def cmd_plugin(_args):
+    if not all((DIST / b.name).is_file() for b in BINARIES):
+        build_all()
+    print(f"built {write_marketplace().relative_to(ROOT)}")
     return 0
 
 
@@ -292,6 +380,7 @@ def cmd_bench_cache(args):
 
 COMMANDS = {
     "build": cmd_build,
+    "plugin": cmd_plugin,
     "test": cmd_test,
     "demo": cmd_demo,
     "bench": cmd_bench,

@@ -40,8 +40,8 @@ def _launcher_root_block():
 BLOCK = _launcher_root_block()
 
 
-def _shell_root(env, executable):
-    done = subprocess.run(["/bin/sh", "-c", BLOCK + 'printf %s "$root"', executable], env=env,
+def _shell_root(env, executable, cwd=None):
+    done = subprocess.run(["/bin/sh", "-c", BLOCK + 'printf %s "$root"', executable], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -97,6 +97,32 @@ def test_the_shell_picks_the_data_root_find_data_root_picks_or_none(homes):
     assert checked > 100  # the shell does settle the common cases
 
 
+def _plugin_root(base):
+    root = base / "codex-home" / "plugins" / "cache" / "market" / "intent-loop" / "0.1.0"
+    (root / "dist").mkdir(parents=True)
+    return root
+
+
+def test_a_relative_binary_in_a_plugin_cache_is_not_taken_for_home_codex(tmp_path):
+    """A plugin's .mcp.json starts `./dist/intent-loop-mcp` with the plugin root as cwd and gives
+    the server neither CODEX_HOME nor PLUGIN_*: the shell must see that the binary lies in a plugin
+    cache (and leave the choice to Python) although ~/.codex exists."""
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    plugin_root = _plugin_root(tmp_path)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
+    expected = (str(tmp_path / "codex-home" / "plugin-data" / "intent-loop" / "v1"), "plugin cache path")
+    for executable, cwd in (("./dist/intent-loop-mcp", plugin_root), ("dist/intent-loop-mcp", plugin_root),
+                            ("./intent-loop-mcp", plugin_root / "dist")):
+        assert _shell_root(env, executable, cwd=cwd) == "", (executable, cwd)
+        assert find_data_root(env, os.path.join(cwd, executable)) == expected
+    # the same relative start outside any plugin cache still finds ~/.codex in the shell
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert _shell_root(env, "./dist/intent-loop-mcp", cwd=elsewhere) == str(home / ".codex" / "plugin-data" /
+                                                                             "intent-loop" / "v1")
+
+
 # -- the modules the launcher is made of ------------------------------------------------------
 def test_the_launcher_modules_import_and_the_template_parses():
     assert callable(launcher.run) and callable(fast_path.run_extracted)
@@ -145,6 +171,32 @@ def _generated_code(binary, fake_python, tmp_path, *, fast):
     assert argv[:3] == ["-I", "-S", "-c"], argv
     assert argv[-2:] == [str(DIST / binary.name), "arg"]
     return argv[3]
+
+
+@needs_dist
+def test_the_built_mcp_binary_started_relatively_from_a_plugin_cache_skips_the_home_codex_runtime(
+        tmp_path, fake_python):
+    """As Codex starts a plugin's server: relative path, cwd the plugin root, only HOME and PATH,
+    while ~/.codex holds a complete runtime of this very build. The shell must not take that
+    runtime's fast path; the long way resolves the plugin cache's Codex home."""
+    binary = next(b for b in BINARIES if b.name == "intent-loop-mcp")
+    build_id = _build_id(binary)
+    home = tmp_path / "home"
+    site = (home / ".codex" / "plugin-data" / "intent-loop" / "v1" / "runtime" / build_id /
+            f"{binary.name}_{build_id}" / "site-packages")
+    site.mkdir(parents=True)
+    (site / fast_path.MARKER).touch()
+    plugin_root = _plugin_root(tmp_path)
+    shutil.copy2(DIST / binary.name, plugin_root / "dist" / binary.name)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "INTENT_LOOP_PYTHON": fake_python}
+    done = subprocess.run(["./dist/" + binary.name], cwd=plugin_root, env=env, input=b"", capture_output=True,
+                          timeout=30)
+    argv = json.loads(done.stdout)
+    assert argv[:3] == ["-I", "-S", "-c"] and argv[4:] == ["./dist/" + binary.name], argv[4:]
+    assert "def find_data_root" in argv[3]  # the long way, not the fast path's site-packages
+    # from anywhere else the same home's runtime is taken at once (the fast path still works)
+    done = subprocess.run([str(DIST / binary.name)], env=env, input=b"", capture_output=True, timeout=30)
+    assert json.loads(done.stdout)[4] == str(site)
 
 
 def _build_id(binary):

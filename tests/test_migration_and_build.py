@@ -60,14 +60,25 @@ def test_request_ids_holding_a_credential_are_refused(project, request_id):
     assert not os.path.exists(project.ledger)
 
 
+def _dist_tree():
+    """{path below dist/: (bytes, mode)}: the binaries and the whole plugin marketplace."""
+    return {p.relative_to(DIST).as_posix(): (p.read_bytes(), p.stat().st_mode & 0o777)
+            for p in sorted(DIST.rglob("*")) if p.is_file()}
+
+
 @needs_dist
 def test_two_builds_from_one_commit_are_byte_identical(tmp_path):
-    before = {p.name: p.read_bytes() for p in DIST.iterdir() if p.is_file()}
+    before = _dist_tree()
     subprocess.run([sys.executable, str(ROOT / "build.py"), "build"], cwd=ROOT, check=True,
                    capture_output=True, timeout=600)
-    after = {p.name: p.read_bytes() for p in DIST.iterdir() if p.is_file()}
+    after = _dist_tree()
     assert set(before) >= {binary.name for binary in BINARIES}
+    assert set(before) >= {f"marketplace/plugins/intent-loop/dist/{binary.name}" for binary in BINARIES}
     assert before == after
+    # the marketplace step alone rewrites it from the binaries, to the same bytes
+    subprocess.run([sys.executable, str(ROOT / "build.py"), "plugin"], cwd=ROOT, check=True,
+                   capture_output=True, timeout=600)
+    assert _dist_tree() == before
 
 
 def _run_dist(args, workspace, data_root, home):

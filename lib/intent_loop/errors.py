@@ -74,6 +74,7 @@ class ErrorCode:
     RUNTIME_BROKEN = "RUNTIME_BROKEN"
     CODEX_CONFIG_INVALID = "CODEX_CONFIG_INVALID"
     MCP_SERVER_FOREIGN = "MCP_SERVER_FOREIGN"
+    PLUGIN_INSTALLED = "PLUGIN_INSTALLED"
     AGENT_SHELL = "AGENT_SHELL"
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     # a bug of intent-loop itself: only the CLI's main raises it, from an unexpected exception

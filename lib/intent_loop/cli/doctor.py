@@ -17,6 +17,7 @@ from intent_loop.storage.paths import ProjectPaths
 
 _HOOK_MARK = HOOK_PREFIX
 _BINARIES = tuple(binary.name for binary in BINARIES)
+_HOOK_EVENTS = tuple(binary.event for binary in BINARIES if binary.is_hook)
 
 
 def _check(name, ok, detail, next_action=None):
@@ -39,26 +40,71 @@ def projects(root):
         return []
 
 
-def _hooks_check(env):
-    files = []
+def _codex_homes(env):
+    homes = []
     for base in (env.get("CODEX_HOME"), os.path.join(env["HOME"], ".codex") if env.get("HOME") else None):
-        if base and os.path.isabs(base):
-            path = os.path.join(base, "hooks.json")
-            if path not in files:
-                files.append(path)
-    found = []
+        if base and os.path.isabs(base) and base not in homes:
+            homes.append(base)
+    return homes
+
+
+def _install_checks(env):
+    """hooks_installed (either way: user-level hooks.json or the Codex plugin), duplicate_install
+    (both ways in one Codex home: every hook runs twice) and hooks_trusted (what config.toml
+    records of the user's trust), from Codex's files, read only."""
+    from intent_loop.cli import plugin_state
     from intent_loop.cli.hooks_config import CONFIG_READ_CAP
     from intent_loop.storage.paths import read_through_links
 
-    for path in files:
-        try:
-            if _HOOK_MARK.encode() in (read_through_links(path, CONFIG_READ_CAP) or b""):  # no FIFO, no /dev/zero
-                found.append(path)
+    found, twice, trust, unknown = [], [], [], []
+    homes = _codex_homes(env)
+    for home in homes:
+        path = os.path.join(home, "hooks.json")
+        try:  # through a dotfile manager's link, never a FIFO or /dev/zero, at most the read cap
+            user_hooks = _HOOK_MARK.encode() in (read_through_links(path, CONFIG_READ_CAP) or b"")
         except (OSError, IntentLoopError):
-            continue
-    detail = (f"hooks installed in {', '.join(found)}" if found
-              else f"no intent-loop hooks in {', '.join(files) or 'any hooks.json'}")
-    return _check("hooks_installed", found, detail, "run `intent-loop install` and trust the hooks in Codex")
+            user_hooks = False
+        try:
+            config = plugin_state.read_config(home)
+        except IntentLoopError as exc:
+            config = None
+            unknown.append(f"{home}: {exc.code}")
+        plugins = [p for p in plugin_state.plugin_installs(home, config) if p["enabled"]] if config is not None else []
+        user = plugin_state.user_install(home, config) if config is not None else None
+        if user_hooks:
+            found.append(f"user-level in {path}" + (" with the MCP server" if user and user["mcp_server"] else ""))
+            if user is not None and user["hooks"]:
+                trust.append((f"{path}", len(plugin_state.user_trust(config, user)), len(user["hooks"])))
+        features = config.get("features") if config is not None else None
+        off = isinstance(features, dict) and features.get("plugins") is False
+        for plugin in plugins:
+            versions = ", ".join(plugin["versions"]) or "no copy in the plugin cache"
+            found.append(f"plugin {plugin['id']} ({versions}) in {home}"
+                         + (" but [features] plugins = false: Codex runs none of it" if off else ""))
+            trust.append((plugin["id"], len(plugin_state.plugin_trust(config, plugin["id"])), len(_HOOK_EVENTS)))
+        if plugins and (user_hooks or (user and user["mcp_server"])):
+            twice.append(f"{home}: plugin {', '.join(p['id'] for p in plugins)} and the user-level "
+                         + ("hooks" if user_hooks else "MCP server"))
+    checks = [_check("hooks_installed", found, "; ".join(found) if found else
+                     f"no intent-loop hooks or plugin in {', '.join(homes) or 'any Codex home'}",
+                     "install the plugin (README, Install) or run `intent-loop install --apply`, "
+                     "then trust the hooks in Codex")]
+    checks.append(_check("duplicate_install", not twice,
+                         "no Codex home has intent-loop installed twice" if not twice else
+                         "installed twice, every hook runs twice: " + "; ".join(twice),
+                         "keep one: `codex plugin remove intent-loop@<marketplace>` or "
+                         "`intent-loop uninstall --apply`"))
+    untrusted = [where for where, n, total in trust if n < total]
+    detail = ("trust recorded in config.toml for " + ", ".join(f"{where} ({n} of {total})" for where, n, total in trust)
+              if trust else "no installed hooks to trust")
+    if trust:
+        detail += "; Codex alone can tell whether a record still matches (a new build needs trusting again)"
+    if unknown:
+        detail += "; config.toml unreadable: " + ", ".join(unknown)
+    checks.append(_check("hooks_trusted", not untrusted, detail,
+                         "start Codex, open `/hooks` and trust the intent-loop hooks (Codex skips untrusted "
+                         "hooks silently)"))
+    return checks
 
 
 def _binary_dirs():
@@ -202,7 +248,7 @@ def cmd_doctor(args, console):
                          "no other candidate root holds projects" if not others else
                          "other roots with projects: " + ", ".join(f"{r} ({len(projects(r))})" for r in others),
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
-    checks.append(_hooks_check(console.env))
+    checks.extend(_install_checks(console.env))
     checks.append(_interpreter_check())
     if root is not None:
         checks.append(_runtime_check(root))

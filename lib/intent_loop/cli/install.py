@@ -7,7 +7,7 @@ a file that is not valid JSON or not of the shape Codex reads is refused, never 
 import os
 import sys
 
-from intent_loop.cli import mcp_config
+from intent_loop.cli import mcp_config, plugin_state
 from intent_loop.cli.common import add_json_flag
 from intent_loop.cli.hooks_config import (
     HOOKS_FILE,
@@ -37,6 +37,9 @@ def register(subparsers):
     _common_options(p)
     p.add_argument("--dist", metavar="DIR", help="directory holding the built hook binaries "
                                                  "(default: the directory of this intent-loop binary)")
+    p.add_argument("--force", action="store_true",
+                   help="install even though intent-loop is installed as a Codex plugin in that Codex home "
+                        "(every hook would then run twice)")
     p.set_defaults(func=cmd_install)
     p = subparsers.add_parser("uninstall",
                               help="remove the intent-loop hooks from Codex's hooks.json (dry run by default)",
@@ -68,6 +71,7 @@ def cmd_install(args, console):
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
                               f"no built hook binaries in {dist} (missing {', '.join(missing)}); "
                               "run `python3 build.py` or pass --dist DIR")
+    conflict = _plugin_conflict(codex_home, apply=args.apply, force=args.force)
     python = os.path.realpath(sys.executable)
     mcp = mcp_config.plan(codex_home, install=True, binary=os.path.join(dist, mcp_config.MCP_BINARY), python=python)
     config, raw = load_config(path)
@@ -76,7 +80,23 @@ def cmd_install(args, console):
     already = config is not None and our_entries(config) == our_entries(wanted)
     runtimes = old_runtimes(console, codex_home=codex_home, dist=dist, replacing=path)
     return _finish(args, console, "install", path, raw, None if already else wanted,
-                   extra={"dist": dist, "python": python}, runtimes=runtimes, mcp=mcp)
+                   extra={"dist": dist, "python": python, "plugin_conflict": conflict}, runtimes=runtimes, mcp=mcp)
+
+
+def _plugin_conflict(codex_home, *, apply, force):
+    """Installed both ways, Codex would run every hook twice and start two `intent_loop` servers:
+    --apply is refused while the plugin is enabled there (unless --force); a dry run warns."""
+    plugins = plugin_state.enabled_plugins(codex_home)
+    if not plugins:
+        return None
+    ids = [p["id"] for p in plugins]
+    message = (f"intent-loop is installed as the Codex plugin {', '.join(ids)} in {codex_home}; installing it "
+               "user-level as well would run every hook twice and register a second intent_loop server. "
+               f"Use the plugin, or remove it first (`codex plugin remove {ids[0]}`)"
+               + (", or pass --force" if not force else ""))
+    if apply and not force:
+        raise IntentLoopError(ErrorCode.PLUGIN_INSTALLED, message, details={"plugins": ids})
+    return {"code": ErrorCode.PLUGIN_INSTALLED, "message": message, "plugins": ids, "forced": force}
 
 
 def cmd_uninstall(args, console):
@@ -130,6 +150,9 @@ def _finish(args, console, verb, path, raw, target, *, extra, runtimes=(), mcp=N
     if args.json:
         console.json(result)
         return 0
+    if result.get("plugin_conflict"):
+        conflict = result["plugin_conflict"]
+        console.out(f"warning: {conflict['code']}: {conflict['message']}")
     if result["diff"]:
         console.out(result["diff"].rstrip("\n"))
     console.out(result["message"])

@@ -30,7 +30,12 @@ if [ -x "$py" ]; then
   elif [ -n "${CODEX_HOME:-}" ]; then
     case $CODEX_HOME in /*) root=$CODEX_HOME/plugin-data/intent-loop/v1 ;; esac
   elif [ -z "${PLUGIN_DATA:-}" ]; then
-    case $0 in */plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
+    # A plugin's .mcp.json starts the server as ./dist/intent-loop-mcp from the plugin root: a
+    # relative $0 is resolved against the cwd before asking whether it lies in a plugin cache
+    # (no absolute cwd known: self stays empty and Python decides).
+    self=
+    case $0 in /*) self=$0 ;; *) case ${PWD:-} in /*) self=$PWD/$0 ;; esac ;; esac
+    case $self in ''|*/plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
   fi
   # Python compiling the long way costs about a tenth of an interpreter start: the common case
   # (a complete runtime under a root the shell found, not through a symlink) skips it.
