@@ -375,6 +375,30 @@ def test_matches_sees_a_lifecycle_edit_a_load_cannot(project, workspace):
     assert not checkpoint.matches(project, REDUCER, fresh)  # another checkpoint
 
 
+def test_the_encoding_proof_holds_for_a_true_cache_and_never_for_an_edited_one(project, workspace):
+    """The scrub's fast path (cache_upkeep.same_state) accepts a cache whose files say exactly what
+    a save of the fold would write; any edit falls through to the full comparison, which sees it."""
+    from intent_loop.intent import state_cache
+    from intent_loop.storage import cache_upkeep
+
+    for n in range(3):
+        run(project, workspace, f"intent: new\nintent: goal task {n}\nintent: must run the linter",
+            session=session_hash(f"e{n}"))
+    task_id = seeded(project, workspace)
+    ledger.verify_all(project, REDUCER)  # a full fold, and a full save of it
+    run(project, workspace, "intent: must one more rule")  # an incremental save on top
+    with open(project.ledger, "rb") as fh:  # the plain fold of the same bytes, saving nothing
+        fresh = ledger.fold_lines(fh.read(), ledger.empty_verified(REDUCER), REDUCER, project_id=project.project_id)
+    cached = checkpoint.load(project, REDUCER)
+    assert state_cache.same_encoding(cached.verified.state, fresh.state)
+    assert cache_upkeep.same_state(cached, fresh, REDUCER)
+
+    edit_shard(project, "t-" + task_id, lambda d: _claims(d)[_first_claim_id(d)].__setitem__(0, "invalidated"))
+    cached = checkpoint.load(project, REDUCER)
+    assert not state_cache.same_encoding(cached.verified.state, fresh.state)
+    assert not cache_upkeep.same_state(checkpoint.load(project, REDUCER), fresh, REDUCER)
+
+
 def test_a_plan_copies_lazily_and_never_changes_the_cached_state(project, workspace):
     task_id = seeded(project, workspace)
     state = ledger.load_verified(project, REDUCER).state

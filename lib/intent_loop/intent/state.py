@@ -78,6 +78,11 @@ class ProjectReducer:
 
         return state_cache.join(self, root, store, paths=paths, checkpoint=checkpoint)
 
+    def cache_same_encoding(self, cached_state, fresh_state):
+        from intent_loop.intent import state_cache
+
+        return state_cache.same_encoding(cached_state, fresh_state)
+
     def cache_plain(self, state, *, strict=False):
         from intent_loop.intent import state_cache
 

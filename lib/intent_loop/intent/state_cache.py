@@ -405,6 +405,28 @@ def materialize(state):
     return state
 
 
+def same_encoding(cached, fresh):
+    """True when the cache-backed `cached` holds exactly what saving the plain fold `fresh` would
+    write (the root's state and every shard's positions and lifecycle, byte for byte), without
+    resolving a pointer: the fold's own pointers are to lines it just verified, so equal encodings
+    are equal states. False says only "not proven equal": compare with `plain` then."""
+    source = _source_of(cached)
+    if source is None or source.recovered or _source_of(fresh) is not None:
+        return False
+    try:
+        root, shards, _store, _on_saved = split(fresh)
+        if dumps(root) != dumps(source.root):
+            return False
+        store = source.store
+        names = {n for kind in "tsg" for n in store.names(kind)}
+        for name in names | set(shards):
+            if dumps(store.read(name) or {}) != dumps(shards.get(name) or {}):
+                return False
+        return True
+    except (Untrusted, KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return False
+
+
 def plain(state, *, strict=False):
     """Every map of `state` as plain dicts under stored keys (loads every shard): for comparisons."""
     source = _source_of(state)
