@@ -185,8 +185,9 @@ def session_start(payload, runtime):
     newest = ctx.state["tasks"].get(ctx.state["last_change"]["task_id"])
     if payload.get("source") == "startup" and newest is not None and newest["task_id"] != task_id \
             and newest["mode"] == "on":
-        label = f' "{newest["label"]}"' if newest.get("label") else ""
-        return {"context": RESUME_HINT.format(short=newest["task_id"][:8], label=label)}
+        from intent_loop.intent.views import task_label  # loaded already (session_view)
+
+        return {"context": RESUME_HINT.format(short=newest["task_id"][:8], label=task_label(newest))}
     return None
 
 
