@@ -278,12 +278,13 @@ class _Runner:
 
 
 def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
-                 publish=True, observation=None, resume=None, now=time.time):
+                 publish=True, observation=None, resume=None, now=time.time, cwd=None):
     """Run parsed commands (Rejections included) as one mutation; returns a Receipt.
 
     With `observation` ({"char_count": n}) the same mutation also records the hash-only
     `source_observed` when the session ends up linked to a task that is recording.
     `resume`: the caller's lock-free Verified read, continued by the transaction (see ledger).
+    `cwd`: the hook payload's cwd as given, where Guard resolves EFG_CONTRACT_PATH from (provider).
     """
     receipt = Receipt()
     runnable = []
@@ -304,7 +305,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
                           source=source_ref, char_count=observation["char_count"], actor="user")
         publication = None
         if publish and any(d.event_type in _PROJECTION_EVENTS for d in the_plan.drafts):
-            publication = add_publication(the_plan, workspace=workspace, env=env, now=now)
+            publication = add_publication(the_plan, workspace=workspace, env=env, now=now, cwd=cwd)
         return Planned(the_plan.drafts, detail=(runner, publication))
 
     def after_commit(tx, mutation):
@@ -340,10 +341,10 @@ def _finish(receipt, state, session_hash, paths):
         receipt.notice = OFF_NOTICE
 
 
-def add_publication(plan, *, workspace, env, now=time.time):
+def add_publication(plan, *, workspace, env, now=time.time, cwd=None):
     """Decide the Guard publication on the state the planned events produce and plan its
     `contract_published` with them: one ledger write for a change and its contract version."""
-    publication = provider.plan_refresh(plan.state, workspace=workspace, env=env, now=now)
+    publication = provider.plan_refresh(plan.state, workspace=workspace, env=env, now=now, cwd=cwd)
     if publication.draft is not None:
         plan.add(publication.draft)
     return publication
@@ -375,6 +376,6 @@ def apply_quietly(publication, *, env=None):
     return _reported(write, env)
 
 
-def refresh_quietly(tx, *, workspace, env):
+def refresh_quietly(tx, *, workspace, env, cwd=None):
     """Refresh the Guard file in its own ledger write (a retried Stop, nothing else pending)."""
-    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env), env)
+    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env, cwd=cwd), env)
