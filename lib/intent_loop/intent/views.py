@@ -212,7 +212,9 @@ def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPA
         lines.append(_more_rest(len(rest) - shown))
     if stale_line:
         lines.append(stale_line)
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    # A budget below the header and count lines themselves (`show --max-chars 30`) still holds.
+    return text if len(text) <= max_chars else text[:max(max_chars - 1, 0)] + "…"[:max_chars]
 
 
 def _more_conflicts(count):
