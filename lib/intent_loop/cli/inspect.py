@@ -14,7 +14,7 @@ from intent_loop.cli.common import (
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER, active_claims
-from intent_loop.intent.views import compact_view, history, snapshot
+from intent_loop.intent.views import compact_view, history, snapshot, task_label
 from intent_loop.storage.event_list import EventList
 from intent_loop.storage.ledger import is_project_present, verify_all
 
@@ -74,6 +74,7 @@ def task_rows(state):
     for task_id in sorted(state["tasks"], key=lambda t: (state["tasks"][t]["changed_seq"], t)):
         task = state["tasks"][task_id]
         rows.append({"task_id": task_id, "mode": task["mode"], "label": task.get("label"),
+                     "label_source": task.get("label_by") if task.get("label") else None,
                      "active_claims": len(active_claims(task)), "changed_at": task["changed_at"]})
     return rows
 
@@ -114,7 +115,7 @@ def cmd_status(args, console):
         console.out("tasks:     none yet; `intent-loop claim add goal <text>` starts one")
     for row in result["tasks"]:
         newest = " (newest)" if row["task_id"] == result["newest_task"] else ""
-        label = f' "{row["label"]}"' if row["label"] else ""
+        label = task_label({"label": row["label"], "label_by": row["label_source"]}, for_user=True)
         console.out(f"task {row['task_id'][:8]}{label}: {row['mode']}, {row['active_claims']} active claims, "
                     f"changed {row['changed_at']}{newest}")
     detail = fstate["kind"]
@@ -156,7 +157,7 @@ def cmd_show(args, console):
             console.out(stable_text(result))
         return 0
     kwargs = {} if args.max_chars is None else {"max_chars": args.max_chars}
-    view = compact_view(state, task_id, **kwargs)
+    view = compact_view(state, task_id, for_user=True, **kwargs)
     if args.json:
         console.json({"task_id": task_id, "view": view})
     else:

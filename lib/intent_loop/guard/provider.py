@@ -39,6 +39,17 @@ def provider_path(workspace, env):
     return fast_os.path.join(workspace, *DEFAULT_PATH)
 
 
+def guard_file(cwd, env, *, project_root):
+    """(path, why it may not be written or None): THE decision where the Guard file goes.
+
+    The path is the file Guard 0.2.2 reads for a hook payload whose `cwd` is `cwd` as given
+    (provider_path: lexical, no realpath, so a symlinked `cwd` with `../guard.json` names the same
+    file Guard does); the containment check then takes realpaths (outside_reason: the file's
+    directory must resolve inside the project root's realpath)."""
+    path = provider_path(cwd, env)
+    return path, outside_reason(path, project_root)
+
+
 def outside_reason(path, project_root):
     """Why `path` may not be written (its directory's realpath is outside the project's), or None.
 
@@ -219,10 +230,12 @@ class Publication:
                 if getattr(self, k) is not None}
 
 
-def plan_refresh(state, *, workspace, env, now=time.time):
-    """Decide the publication for `state` (the state as it will be after the pending events)."""
-    path = provider_path(workspace, env)
-    outside = outside_reason(path, workspace)
+def plan_refresh(state, *, workspace, env, now=time.time, cwd=None):
+    """Decide the publication for `state` (the state as it will be after the pending events).
+
+    `workspace` is the project root (a realpath); `cwd` the hook payload's `cwd` as given, which
+    Guard resolves EFG_CONTRACT_PATH against (the CLI has no payload: its cwd is the root)."""
+    path, outside = guard_file(cwd or workspace, env, project_root=workspace)
     if outside is not None:
         return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
     task_id, reason = select_task(state)
@@ -289,9 +302,9 @@ def apply_file(publication):
         write_document(publication.path, publication.document)
 
 
-def refresh(tx, *, workspace, env, now=time.time):
+def refresh(tx, *, workspace, env, now=time.time, cwd=None):
     """Publish, rewrite or withdraw the provider document inside a locked transaction."""
-    publication = plan_refresh(tx.state, workspace=workspace, env=env, now=now)
+    publication = plan_refresh(tx.state, workspace=workspace, env=env, now=now, cwd=cwd)
     if publication.draft is not None:
         tx.append([publication.draft], request_id=f"publish:{publication.task_id}:{publication.version}",
                   fingerprint=publication.sha256)

@@ -60,6 +60,7 @@ class HookContext:
         root, _how = resolve_data_root(self.env, executable=runtime.get("executable"))
         self.paths = project_paths(root, cwd)
         self.workspace = self.paths.root
+        self.cwd = cwd  # as given: Guard resolves EFG_CONTRACT_PATH from it, not from its realpath
         self.session = session_hash(session_id)
         self.state = NO_STATE
         self.verified = None  # what a mutation continues from, so the cache is parsed once per call
@@ -192,8 +193,9 @@ def session_start(payload, runtime):
     newest = ctx.state["tasks"].get(ctx.state["last_change"]["task_id"])
     if payload.get("source") == "startup" and newest is not None and newest["task_id"] != task_id \
             and newest["mode"] == "on":
-        label = f' "{newest["label"]}"' if newest.get("label") else ""
-        return {"context": RESUME_HINT.format(short=newest["task_id"][:8], label=label)}
+        from intent_loop.intent.views import task_label  # loaded already (session_view)
+
+        return {"context": RESUME_HINT.format(short=newest["task_id"][:8], label=task_label(newest))}
     return None
 
 
@@ -319,7 +321,8 @@ def _run_prompt_commands(payload, runtime, prompt):
         receipt = apply_commands.run_commands(
             ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
             request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
-            workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified)
+            workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified,
+            cwd=ctx.cwd)
         # the state the commands produced, from their own transaction; reread only when nothing was
         # written in this call (all lines rejected, or a retry that returned the stored events)
         state = receipt.state if receipt.state is not None else read_state(ctx.paths)
@@ -429,7 +432,8 @@ def stop(payload, runtime):
             p = Plan(state, now="")
             observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
                     source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
-            return Planned(p.drafts, detail=apply_commands.add_publication(p, workspace=ctx.workspace, env=ctx.env))
+            return Planned(p.drafts, detail=apply_commands.add_publication(p, workspace=ctx.workspace, env=ctx.env,
+                                                                           cwd=ctx.cwd))
 
         def after_commit(tx, mutation):
             if mutation.detail is not None:
@@ -440,7 +444,7 @@ def stop(payload, runtime):
                           after_commit=after_commit, resume=ctx.verified)
         if mutation.replayed:  # a retried Stop still makes sure the file is current
             with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env)
+                apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd)
 
     return {"after_answer": (ctx.paths, record_and_publish)}
 

@@ -11,6 +11,27 @@ PROMOTION_TASKS = 3
 # disputes, imports, mode changes) never pick the default task, so they never move which task
 # Guard publishes nor withdraw its file: only what the user typed does (issue 13's safety rule).
 AGENT_ACTOR = "agent"
+# Whose words a task label is (task["label_by"]): only a label the user typed may reach hook context.
+LABEL_SOURCES = ("user", "import", "agent")
+
+
+def label_source(event):
+    """Who wrote the label of this `task_started` event, from the event alone (its actor, payload
+    and request id), so a cache-backed state derives it exactly as a fold does while the cache
+    keeps only the label's ledger position (intent/state_cache.py).
+
+    "import": the label of an imported graph (`started_by: "import"`; ledgers written before that
+    marker: the `import:` request id). "agent": the agent's (actor agent, or any `started_by`
+    other than import, such as the MCP server's "mcp"). "user": what is left, a start of actor user
+    with no `started_by`, which only `intent: new <label>` typed in a prompt writes.
+    """
+    payload = event["payload"]
+    request_id = event.get("request_id")
+    if payload.get("started_by") == "import" or (isinstance(request_id, str) and request_id.startswith("import:")):
+        return "import"
+    if event["actor"] == "user" and payload.get("started_by") is None:
+        return "user"
+    return "agent"
 
 
 def signal_key(statement, facets):
@@ -98,6 +119,7 @@ class ProjectReducer:
         }
         if task["label"] is not None:
             task["refs"]["label"] = _ref(at, event)
+            task["label_by"] = label_source(event)
         state["tasks"][event["task_id"]] = task
         if task["mode"] != "on":
             state["modes"][event["task_id"]] = task["mode"]
@@ -132,6 +154,8 @@ class ProjectReducer:
             "claim": claim, "state": "active", "seq": state["seq"], "event_id": event["event_id"],
             "provenance": provenance, "ended_by": None, "actor": event["actor"], "at": _ref(at, event, *where),
         }
+        if len(where) == 2:  # one of an event's several claims: keep their order (claim_order)
+            task["claims"][claim["claim_id"]]["index"] = where[1]
         if claim["scope"] == "long_term":  # durable rules carry across tasks: found without a scan
             state["durable"][claim["claim_id"]] = task["task_id"]
         refs = task["claim_events"]
@@ -234,10 +258,16 @@ def version_floor(state, task_id):
     return state.get("contract_floors", {}).get(task_id, 0)
 
 
+def claim_order(record):
+    """Ledger order: by event, then by place in the event (a task started with several typed claims
+    lists them in `initial_claims`, an import in `claims`), the claim id breaking any tie."""
+    return record["seq"], record.get("index", 0), record["claim"]["claim_id"]
+
+
 def active_claims(task):
     """Active claim records of a task, in ledger order."""
     records = [r for r in task["claims"].values() if r["state"] == "active"]
-    records.sort(key=lambda r: (r["seq"], r["claim"]["claim_id"]))
+    records.sort(key=claim_order)
     return records
 
 

@@ -18,6 +18,7 @@ root's checkpoint, what was not loaded yet is taken from that fold, and the next
 every shard.
 """
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.intent.state import label_source
 from intent_loop.storage.cache_store import LazyMap, Untrusted
 from intent_loop.storage.canonical import dumps, loads, sha256_hex
 
@@ -179,6 +180,11 @@ def _check(condition):
         raise Untrusted("shape")
 
 
+def _index(where):
+    """A claim's place among its event's claims, from its ref, as the fold records it (state.claim_order)."""
+    return {"index": where[1]} if len(where) == 2 else {}
+
+
 def _is_count(value):
     return type(value) is int and value >= 0
 
@@ -267,6 +273,7 @@ class _Source:
             event = self._event(events, enc["label"], task_id, "task_started")
             _check(isinstance(event["payload"].get("label"), str))
             task["label"] = event["payload"]["label"]
+            task["label_by"] = label_source(event)  # whose words: from the event, like the fold
             task["refs"]["label"] = enc["label"]
         if enc["published"] is not None:
             event = self._event(events, enc["published"], task_id, "contract_published")
@@ -285,7 +292,7 @@ class _Source:
             _check(isinstance(claim, dict) and claim.get("claim_id") == claim_id)
             task["claims"][claim_id] = {"claim": claim, "state": state, "seq": seq, "event_id": ref[2],
                                         "provenance": provenance, "ended_by": ended_by, "actor": event["actor"],
-                                        "at": ref}
+                                        "at": ref, **_index(where)}
         return task
 
     def _event(self, events, ref, task_id, event_type):
@@ -311,7 +318,7 @@ class _Source:
                 raise Untrusted("durable") from None
             return None
         return {"claim": claim, "state": "active", "seq": seq, "event_id": ref[2], "provenance": provenance,
-                "ended_by": None, "actor": event["actor"], "at": ref}
+                "ended_by": None, "actor": event["actor"], "at": ref, **_index(where)}
 
     def _candidates(self, encoded):
         _check(isinstance(encoded, dict))

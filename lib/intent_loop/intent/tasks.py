@@ -52,7 +52,11 @@ def user_claim(plan, *, statement, facets, scope, source_ref):
                                 source_ref=source_ref, valid_from=plan.now)
 
 
-def start_task(plan, *, task_id, mode="on", label=None, session_hash=None, initial_claims=()):
+def start_task(plan, *, task_id, mode="on", label=None, session_hash=None, initial_claims=(), started_by=None,
+               spill=False):
+    """Plan a `task_started` with at most 12 initial claims. More fail TOO_MANY_INITIAL_CLAIMS, except
+    for a typed prompt (`spill`): its claims past the 12th follow as `claim_added` events of the same
+    request, since a prompt's lines cannot be handed back to the user to retry one by one."""
     if mode not in MODES:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"mode is one of {', '.join(MODES)}")
     if mode == "off" and (label or initial_claims):
@@ -61,9 +65,15 @@ def start_task(plan, *, task_id, mode="on", label=None, session_hash=None, initi
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"task {task_id} already exists")
     if label is not None and (not label.strip() or len(label) > MAX_LABEL or "\n" in label):
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"a task label is one line of 1-{MAX_LABEL} characters")
+    if len(initial_claims) > MAX_INITIAL_CLAIMS and not spill:
+        raise IntentLoopError(ErrorCode.TOO_MANY_INITIAL_CLAIMS, (
+            f"a task starts with at most {MAX_INITIAL_CLAIMS} initial claims (got {len(initial_claims)}); "
+            "start it with fewer and add the rest afterwards"))
     payload = {"mode": mode, "initial_claims": list(initial_claims[:MAX_INITIAL_CLAIMS])}
     if label is not None:
         payload["label"] = label
+    if started_by is not None:  # "import": the label is the imported file's words (state.label_source)
+        payload["started_by"] = started_by
     if session_hash is not None:
         payload["host_session_hash"] = session_hash
         _detach_previous(plan, session_hash)

@@ -4,12 +4,30 @@ import time
 from intent_loop.errors import IntentLoopError
 from intent_loop.intent.claim_verbs import verb_for_claim
 from intent_loop.intent.claims import split_prefix
-from intent_loop.intent.state import active_claims, is_hook_visible
+from intent_loop.intent.state import active_claims, claim_order, is_hook_visible
 
 HOOK_BUDGET = 2000
 COMPACT_RECORDS = 40
 COMPACT_CHARS = 6000
 STALE_AFTER_DAYS = 90
+
+
+# What stands for a label that is not the user's words wherever the model reads it (state.label_source).
+LABEL_STAND_INS = {"import": "(imported task)", "agent": "(task started by the agent)"}
+
+
+def task_label(task, *, for_user=False):
+    """` "<label>"` for a label the user typed (`intent: new <label>`), else its stand-in: an
+    imported graph's label or the agent's (MCP) never reaches hook context as the user's words.
+    `for_user` (the CLI's own output) shows such a label too, with where it came from."""
+    label = task.get("label")
+    if not label:
+        return ""
+    by = task.get("label_by", "agent")  # unknown provenance is not the user's
+    if by == "user":
+        return f' "{label}"'
+    stand_in = LABEL_STAND_INS.get(by, LABEL_STAND_INS["agent"])
+    return f' "{label}" {stand_in}' if for_user else f" {stand_in}"
 
 
 def claim_line(claim):
@@ -48,7 +66,7 @@ def durable_records(state, task_id):
             record = durable_record(state, owner, claim_id)
             if record is not None and record["state"] == "active" and record["claim"]["scope"] == "long_term":
                 out.append(record)
-    out.sort(key=lambda r: (r["seq"], r["claim"]["claim_id"]))
+    out.sort(key=claim_order)
     return out
 
 
@@ -68,8 +86,7 @@ def hook_view(state, task_id, *, budget=HOOK_BUDGET):
         if not is_hook_visible(record):
             kind = _omitted_kind(record)
             omitted[kind] = omitted.get(kind, 0) + 1
-    label = f' "{task["label"]}"' if task.get("label") else ""
-    header = (f"intent-loop: the user's own recorded intent for task {task_id[:8]}{label}. "
+    header = (f"intent-loop: the user's own recorded intent for task {task_id[:8]}{task_label(task)}. "
               "These are the user's words from `intent:` commands; they stay in force until the user changes them.")
     lines = [header]
     footer = _omitted_line(omitted)
@@ -131,7 +148,7 @@ def snapshot(state, task_id, *, now=None):
         for facet in claim["facets"]:
             grouped.setdefault(facet, {}).setdefault(claim["epistemic_status"], []).append(claim)
     return {
-        "task": {k: task.get(k) for k in ("task_id", "mode", "label", "created_at", "changed_at")},
+        "task": {k: task.get(k) for k in ("task_id", "mode", "label", "label_by", "created_at", "changed_at")},
         "active": grouped,
         "disagreements": [r["claim"] for r in records if _is_conflict(r)],
         "unknowns": [r["claim"] for r in records if r["claim"]["epistemic_status"] == "unknown"],
@@ -154,35 +171,58 @@ def _source_key(source_ref):
 
 def history(task):
     """Every claim ever recorded in the task, active or not (the audit view), in ledger order."""
-    records = sorted(task["claims"].values(), key=lambda r: (r["seq"], r["claim"]["claim_id"]))
+    records = sorted(task["claims"].values(), key=claim_order)
     return [dict(r["claim"], state=r["state"], provenance=r["provenance"]) for r in records]
 
 
-def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPACT_CHARS, now=None):
-    """The manual compact snapshot: deterministic, capped by records and characters.
+def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPACT_CHARS, now=None,
+                 for_user=False):
+    """The manual compact snapshot: deterministic, and within `max_records` claim lines and
+    `max_chars` characters in all (header, count lines and stale line included).
 
-    Conflicts (disputed claims and disagreements) come first and are never cut to fit: a view
-    that silently kept one side of a disagreement would resolve it.
+    Conflicts (disputed claims and disagreements) come first. One that does not fit is never
+    dropped silently, since a view that kept one side of a disagreement would resolve it: the
+    view then says how many more disagreements there are and where they are
+    (`+K more disagreements: intent-loop show --all`). `for_user`: the CLI's own output, which may
+    show a label that is not the user's words with where it came from (task_label).
     """
     task = state["tasks"][task_id]
     records = [r for r in active_claims(task) + durable_records(state, task_id) if not is_stale(r, now=now)]
     stale = sum(1 for r in active_claims(task) if is_stale(r, now=now))
     conflicts = [r for r in records if _is_conflict(r)]
     rest = [r for r in records if not _is_conflict(r)]
-    label = f' "{task["label"]}"' if task.get("label") else ""
-    lines = [f"task {task_id[:8]}{label} ({task['mode']}): {len(records)} active claims"]
-    used = len(lines[0])
-    for record in conflicts:
-        lines.append("! " + _describe(record))
-        used += len(lines[-1]) + 1
-    reserve = 80  # room for the "N more omitted" line, so max_chars holds with it
-    shown = _append_within(lines, ("- " + _describe(r) for r in rest), used=used, limit=max_chars - reserve,
-                           max_lines=max_records - len(conflicts))
+    header = f"task {task_id[:8]}{task_label(task, for_user=for_user)} ({task['mode']}): {len(records)} active claims"
+    stale_line = f"{stale} stale long-term inferred claims left out until reviewed" if stale else None
+    # Room for the lines that may follow the claims, at their longest (every count at its total),
+    # so the caps hold whatever they end up saying.
+    tail = [_more_conflicts(len(conflicts)) if conflicts else None, _more_rest(len(rest)) if rest else None,
+            stale_line]
+    reserve = sum(len(line) + 1 for line in tail if line is not None)
+    lines = [header]
+    limit = max_chars - reserve
+    used = len(header)
+    shown_conflicts = _append_within(lines, ("! " + _describe(r) for r in conflicts), used=used, limit=limit,
+                                     max_lines=max_records)
+    used = sum(len(line) for line in lines) + len(lines) - 1
+    shown = _append_within(lines, ("- " + _describe(r) for r in rest), used=used, limit=limit,
+                           max_lines=max_records - shown_conflicts)
+    if shown_conflicts < len(conflicts):
+        lines.append(_more_conflicts(len(conflicts) - shown_conflicts))
     if shown < len(rest):
-        lines.append(f"... {len(rest) - shown} more omitted (`intent-loop show --all`)")
-    if stale:
-        lines.append(f"{stale} stale long-term inferred claims left out until reviewed")
-    return "\n".join(lines)
+        lines.append(_more_rest(len(rest) - shown))
+    if stale_line:
+        lines.append(stale_line)
+    text = "\n".join(lines)
+    # A budget below the header and count lines themselves (`show --max-chars 30`) still holds.
+    return text if len(text) <= max_chars else text[:max(max_chars - 1, 0)] + "…"[:max_chars]
+
+
+def _more_conflicts(count):
+    return f"+{count} more disagreements: intent-loop show --all"
+
+
+def _more_rest(count):
+    return f"... {count} more omitted (`intent-loop show --all`)"
 
 
 def _describe(record):

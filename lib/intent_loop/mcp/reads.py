@@ -71,7 +71,11 @@ def intent_status(call):
     if task_id is not None:
         task = state["tasks"][task_id]
         private = call.is_private(task_id)
-        linked = {"task_id": task_id, "mode": "private" if private else task["mode"], "label": task.get("label")}
+        # The label only when the user typed it: an imported graph's label is a stranger's words
+        # (state.label_source), and `label_source` says whose words a label is.
+        by = task.get("label_by") if task.get("label") else None
+        linked = {"task_id": task_id, "mode": "private" if private else task["mode"],
+                  "label": task["label"] if by == "user" else None, "label_source": by}
         if private:
             linked["in_memory_records"] = len(call.memory.records(call.binding.session))
         else:

@@ -5,7 +5,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
-from intent_loop.intent.claim_verbs import verb_for_claim
+from intent_loop.intent.claim_verbs import CLAIM_VERBS, verb_for_claim
 from intent_loop.intent.claims import short_id, split_prefix
 from intent_loop.intent.prompt_commands import Rejection
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
@@ -78,6 +78,37 @@ class _Runner:
     def _is_private(self):
         return private_mode.is_private_here(self.paths, self.session_hash, self.plan.state["tasks"].get(self.task_id))
 
+    def run_all(self, commands):
+        """Run the commands in order. A run of claim lines that starts this session's task goes into
+        that one `task_started` (up to 12 initial claims, the rest as `claim_added` of the same
+        request: tasks.start_task), the shape seed 000 gives a task started with several claims."""
+        index = 0
+        while index < len(commands):
+            if commands[index].verb in CLAIM_VERBS and self.task_id is None and not self._is_private():
+                index = self._start_with_claims(commands, index)
+            else:
+                self.run(commands[index])
+                index += 1
+
+    def _start_with_claims(self, commands, index):
+        end = index
+        while end < len(commands) and commands[end].verb in CLAIM_VERBS:
+            end += 1
+        started = []  # (command, claim) of every line whose claim could be built
+        for command in commands[index:end]:
+            try:
+                started.append((command, tasks.user_claim(self.plan, statement=command.statement,
+                                                          facets=[command.facet], scope=command.scope,
+                                                          source_ref=self.source_ref)))
+            except IntentLoopError as exc:
+                self.receipt.rejected.append((command.line, command.verb, exc.code, exc.message))
+        if started:
+            tasks.start_task(self.plan, task_id=self._new_task_id(), session_hash=self.session_hash,
+                             initial_claims=[claim for _command, claim in started], spill=True)
+            for command, claim in started:
+                self._recorded(command, claim)
+        return end
+
     def _claim(self, command):
         if self._is_private():
             self.receipt.lines.append(f"line {command.line}: {command.verb} acknowledged, "
@@ -90,6 +121,9 @@ class _Runner:
                              initial_claims=[claim])
         else:
             tasks.add_claim(self.plan, task_id=self.task_id, claim=claim)
+        self._recorded(command, claim)
+
+    def _recorded(self, command, claim):
         self.receipt.lines.append(f"line {command.line}: recorded {command.verb} [{short_id(claim['claim_id'])}]")
 
     def _show(self, command):
@@ -244,12 +278,13 @@ class _Runner:
 
 
 def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
-                 publish=True, observation=None, resume=None, now=time.time):
+                 publish=True, observation=None, resume=None, now=time.time, cwd=None):
     """Run parsed commands (Rejections included) as one mutation; returns a Receipt.
 
     With `observation` ({"char_count": n}) the same mutation also records the hash-only
     `source_observed` when the session ends up linked to a task that is recording.
     `resume`: the caller's lock-free Verified read, continued by the transaction (see ledger).
+    `cwd`: the hook payload's cwd as given, where Guard resolves EFG_CONTRACT_PATH from (provider).
     """
     receipt = Receipt()
     runnable = []
@@ -262,8 +297,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
         the_plan = tasks.Plan(state, now=format_utc(now()))
         runner = _Runner(the_plan, paths, session_hash=session_hash, source_ref=source_ref,
                          request_id=request_id, receipt=receipt)
-        for command in runnable:
-            runner.run(command)
+        runner.run_all(runnable)
         task_id = runner.task_id
         if observation is not None and task_id is not None and not runner._is_private() \
                 and runner.control_change is None and the_plan.state["tasks"][task_id]["mode"] == "on":
@@ -271,7 +305,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
                           source=source_ref, char_count=observation["char_count"], actor="user")
         publication = None
         if publish and any(d.event_type in _PROJECTION_EVENTS for d in the_plan.drafts):
-            publication = add_publication(the_plan, workspace=workspace, env=env, now=now)
+            publication = add_publication(the_plan, workspace=workspace, env=env, now=now, cwd=cwd)
         return Planned(the_plan.drafts, detail=(runner, publication))
 
     def after_commit(tx, mutation):
@@ -307,10 +341,10 @@ def _finish(receipt, state, session_hash, paths):
         receipt.notice = OFF_NOTICE
 
 
-def add_publication(plan, *, workspace, env, now=time.time):
+def add_publication(plan, *, workspace, env, now=time.time, cwd=None):
     """Decide the Guard publication on the state the planned events produce and plan its
     `contract_published` with them: one ledger write for a change and its contract version."""
-    publication = provider.plan_refresh(plan.state, workspace=workspace, env=env, now=now)
+    publication = provider.plan_refresh(plan.state, workspace=workspace, env=env, now=now, cwd=cwd)
     if publication.draft is not None:
         plan.add(publication.draft)
     return publication
@@ -342,6 +376,6 @@ def apply_quietly(publication, *, env=None):
     return _reported(write, env)
 
 
-def refresh_quietly(tx, *, workspace, env):
+def refresh_quietly(tx, *, workspace, env, cwd=None):
     """Refresh the Guard file in its own ledger write (a retried Stop, nothing else pending)."""
-    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env), env)
+    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env, cwd=cwd), env)

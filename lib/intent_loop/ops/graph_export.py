@@ -6,6 +6,7 @@ import os
 import time
 
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.intent.state import claim_order
 from intent_loop.ops.graph_format import FORMAT, VERSION
 from intent_loop.storage.canonical import canonical_bytes
 from intent_loop.storage.timestamps import format_utc
@@ -20,7 +21,7 @@ def export_graph(state, task_id, *, now=time.time):
         raise IntentLoopError(ErrorCode.TASK_OFF, "this task is off; `intent-loop on --task ID` re-enables it first")
     if task["mode"] == "private":
         raise IntentLoopError(ErrorCode.TASK_PRIVATE, "a private task records nothing and cannot be exported")
-    records = sorted(task["claims"].values(), key=lambda r: (r["seq"], r["claim"]["claim_id"]))
+    records = sorted(task["claims"].values(), key=claim_order)
     claims = []
     for record in records:
         entry = dict(record["claim"])

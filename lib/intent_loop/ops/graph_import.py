@@ -92,7 +92,7 @@ def import_graph(paths, reducer, data, *, task_id=None, deadline, workspace=None
             started = False
         else:
             target = tasks.derived_task_id(paths.project_id, request_id)
-            tasks.start_task(the_plan, task_id=target, mode="on", label=info["label"])
+            tasks.start_task(the_plan, task_id=target, mode="on", label=info["label"], started_by="import")
             started = True
         the_plan.add(Draft("graph_imported", target, "system", {
             "claims": claims, "superseded": superseded, "graph_format": f"{FORMAT}/{VERSION}",
