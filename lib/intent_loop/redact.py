@@ -116,7 +116,7 @@ _DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-")  # Subresource Int
 _PLACEHOLDER_WORDS = frozenset(("none", "null", "nil", "true", "false", "undefined"))
 # since 2: a lower-case word after `token:` is a secret (`token: qwertyuiop`) unless it is one of
 # these type, keyword or status words (`token: str`), names a key itself (`"token": token`), or is
-# Python spacing (`auth = handler`) or prose (`password: see the vault`).
+# Python spacing (`auth = handler`).
 _CODE_WORDS = frozenset("""str string bytes int integer float bool boolean list dict tuple set frozenset object any
     optional union callable type number array self cls lambda yield await return not and or none null nil true
     false undefined required optional unknown empty default hidden masked redacted unset missing invalid expired
@@ -428,10 +428,7 @@ def _is_lowercase_setting(text, key_and_separator, value, value_end):
         return False
     if value in _CODE_WORDS or any(root in value for root in _KEY_ROOTS):
         return False
-    # Prose goes on (`password: see the vault`). A marker counts as a word: a later pass may turn the
-    # next word into one, and the next call must decide alike (idempotence).
-    after = text[value_end:value_end + 2]
-    return not (after[:1] in (" ", "\t") and (after[1:2].isalpha() or after[1:2] == "["))
+    return True
 
 
 def _is_placeholder(value):
