@@ -603,7 +603,9 @@ def test_three_megabytes_of_secrets_finish_quickly():
 
 @pytest.mark.parametrize("unit", ["-----BEGIN ", "-----BEGIN PRIVATE KEY-----\n", "a=", "token=", "password=\"",
                                   "password='\\", "token is ", "x://a:", "http://a:b@", "bearer ", "sk-", "aB3",
-                                  "eyJ.", "eyJ-", "github_pat_", "A"])
+                                  "eyJ.", "eyJ-", "github_pat_", "A", "key=", "key:", "token:", "token:a.",
+                                  "TOKEN=ab=", "mysql -p", "curl -u a:", "sshpass -p ", "--password ", "SG.",
+                                  "basic ", "dTpwdw==", "token=a&"])
 def test_adversarial_input_is_linear(unit):
     text = unit * (3_000_000 // len(unit))
     started = time.perf_counter()

@@ -63,8 +63,11 @@ _PEM_PATTERN = (r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----[\s\S]*?
 # The authority stops before a `:` that starts another `://`, which belongs to the next URL.
 _URL_AUTHORITY_PATTERN = r"://(?<=[A-Za-z0-9]://)(?:[^\s/?#\[\]:]|:(?!//))++"
 _BEARER_PATTERN = r"(?=[BbAa])\b(?i:bearer|authorization:[ \t]*+basic)[ \t]++(?P<token>[A-Za-z0-9._~+/-]{16,}+=*+)"
-# since 2: base64 of `user:password`, however short (`Basic dXNlcjpwYXNz`), after `Basic` or alone
-_BASE64_RUN_PATTERN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{4,}+={0,2}+(?![A-Za-z0-9+/=_-])"
+# since 2: base64 of `user:password`, however short (`Basic dXNlcjpwYXNz`), after `Basic` or alone.
+# Each 4-character group starts with what encodes a printable byte's top six bits (I-Z a-f), which
+# keeps ordinary words from reaching the decoder.
+_BASE64_GROUPS = r"(?:[I-Za-f][A-Za-z0-9+/]{3})*+(?:[I-Za-f][A-Za-z0-9+/](?:[A-Za-z0-9+/]=|==))?+"
+_BASE64_RUN_PATTERN = rf"(?<![A-Za-z0-9+/=_-])(?=[I-Za-f]){_BASE64_GROUPS}(?![A-Za-z0-9+/=_-])"
 # since 2: a command line from its first command word to the end of the line or of the shell
 # command, taken possessively so that each line starts one scan (_redact_command_line splits it at
 # every command word and reads each one's options), or a long password option anywhere, which takes
@@ -110,6 +113,7 @@ _DIGITS_AND_SYMBOLS = _DIGITS | frozenset("!@#%^&*+=~?")
 _HEX_AND_DASH = _DIGIT_CHARS + "abcdefABCDEF-"
 _BASE64_ALPHABET = _UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "+/"
 _BASE64_VALUES = {char: value for value, char in enumerate(_BASE64_ALPHABET)}
+_GROUP_LEADS = frozenset(_BASE64_ALPHABET[8:32])  # the top six bits of a byte in 0x21-0x7E
 _GENERATED_KEY_CHARS = frozenset(_UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "+=_-")
 _USER_CHARS = frozenset(_UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "._@+-")
 _DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-")  # Subresource Integrity
@@ -154,7 +158,7 @@ def _may_contain_secret(text):
     for run in text.translate(_RUN_SEPARATORS).split():
         if len(run) < _BASE64_CREDENTIAL_MIN_RUN:
             continue
-        if _may_be_base64_credential(run):
+        if (not run.isascii() or _GROUP_LEADS.issuperset(run[::4])) and _may_be_base64_credential(run):
             return True
         if len(run) < _PREFIXED_MIN_RUN:
             continue
@@ -276,7 +280,8 @@ def _decoded_credential(run):
     """The `user:password` a strict base64 run decodes to (printable ASCII, a user of name
     characters, a non-empty password), or None. Pure Python: no import on the hook's fast path."""
     body = run.rstrip("=")
-    if len(run) % 4 or len(run) - len(body) > 2 or len(body) < 4 or body.strip(_BASE64_ALPHABET):
+    if len(run) % 4 or not _GROUP_LEADS.issuperset(run[::4]) or len(run) - len(body) > 2 or len(body) < 4 \
+            or body.strip(_BASE64_ALPHABET):
         return None
     bits, count, decoded = 0, 0, []
     for char in body:
