@@ -8,6 +8,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,21 @@ BASE64_88 = fake(86, seed=111, alphabet=BASE64) + "=="
 URLSAFE_64 = fake(64, seed=112, alphabet=URLSAFE)
 PEM_BODY = "\n".join(fake(64, seed=120 + n, alphabet=BASE64) for n in range(4))
 PEM_LINE = " ".join(fake(64, seed=130 + n, alphabet=BASE64) for n in range(3))
+
+HEX = "0123456789abcdef"
+GCP_KEY_ID = fake(43, seed=160, alphabet=HEX)[3:]  # 40 hex: [3:] drops fake()'s mixed-case lead
+DATADOG = fake(35, seed=161, alphabet=HEX)[3:]
+HEROKU = "-".join(fake(n + 3, seed=162 + n, alphabet=HEX)[3:] for n in (8, 4, 4, 4, 12))
+SHOPIFY = {prefix: "shp" + prefix + "_" + fake(35, seed=170 + n, alphabet=HEX)[3:]
+           for n, prefix in enumerate(("at", "ca", "pa", "ss"))}
+DIGITALOCEAN = {prefix: "do" + prefix + "_v1_" + fake(67, seed=175 + n, alphabet=HEX)[3:]
+                for n, prefix in enumerate("opr")}
+BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+AGE = ["AGE-SECRET" "-KEY-1" + fake(61, seed=180 + n, alphabet=BECH32)[3:] for n in range(2)]
+SENDGRID_ID, SENDGRID_SECRET = fake(22, seed=185, alphabet=URLSAFE), fake(43, seed=186, alphabet=URLSAFE)
+SENDGRID = "S" "G." + SENDGRID_ID + "." + SENDGRID_SECRET
+BASIC_SHORT = base64.b64encode(b"user:pass").decode()  # dXNlcjpwYXNz: 12 characters, no digit
+BASIC_PADDED = base64.b64encode(b"admin:hunter2").decode()
 
 
 def pem(label, body, *, end=True, newline="\n"):
@@ -190,6 +206,52 @@ POSITIVE_CASES = [
     ("auth_token=7a1c9e!x in the query", "7a1c9e!x", "assignment"),
     ('secret: "hunter2"', "hunter2", "assignment"),
     ("Password: 12345678", "12345678", "assignment"),
+    # the formats issue 14 found stored raw (version 2 of the rules)
+    (f'{{"type": "service_account", "private_key_id": "{GCP_KEY_ID}", "client_id": "1"}}', GCP_KEY_ID, "assignment"),
+    (f"private_key_id: {GCP_KEY_ID}", GCP_KEY_ID, "assignment"),
+    ("token: qwertyuiop", "qwertyuiop", "assignment"),
+    ("use token: qwertyuiop for the ci", "qwertyuiop", "assignment"),
+    ("TOKEN=letmeinplease make deploy", "letmeinplease", "assignment"),
+    ("auth_token: abcdefghij", "abcdefghij", "assignment"),
+    (f"DD_APP_KEY={DATADOG}", DATADOG, "assignment"),
+    (f"datadog api key: {DATADOG}", DATADOG, "assignment"),
+    (f'{{"datadog_key": "{DATADOG}"}}', DATADOG, "assignment"),
+    (f"heroku api key: {HEROKU}", HEROKU, "assignment"),
+    (f"heroku_key = {HEROKU}", HEROKU, "assignment"),
+    (f"HEROKU_KEY={HEROKU} heroku ps", HEROKU, "assignment"),
+    ("my password is tr0ub4dor&3", "tr0ub4dor&3", "assignment"),
+    ("password: p&ss,w;rd1 then", "p&ss,w;rd1", "assignment"),
+    ("login with token=a1b2c3&d4", "a1b2c3&d4", "assignment"),
+    (f"install with {SHOPIFY['at']}", SHOPIFY["at"], "shopify_token"),
+    (f"SHOPIFY_ACCESS_TOKEN={SHOPIFY['ca']}", SHOPIFY["ca"], "shopify_token"),
+    (f'{{"shopify": "{SHOPIFY["pa"]}"}}', SHOPIFY["pa"], "shopify_token"),
+    (f"the app secret {SHOPIFY['ss']} leaked", SHOPIFY["ss"], "shopify_token"),
+    (f"doctl auth init -t {DIGITALOCEAN['p']}", DIGITALOCEAN["p"], "digitalocean_token"),
+    (f"DIGITALOCEAN_TOKEN={DIGITALOCEAN['o']}", DIGITALOCEAN["o"], "digitalocean_token"),
+    (f"refresh with {DIGITALOCEAN['r']}.", DIGITALOCEAN["r"], "digitalocean_token"),
+    (f'"do": "{DIGITALOCEAN["p"]}"', DIGITALOCEAN["p"], "digitalocean_token"),
+    (f"# created: 2026-01-01\n# public key: age1xyz\n{AGE[0]}", AGE[0], "age_secret_key"),
+    (f"decrypt with {AGE[1]} please", AGE[1], "age_secret_key"),
+    (f"SOPS_AGE_KEY={AGE[0]}", AGE[0], "age_secret_key"),
+    (f"({AGE[1]})", AGE[1], "age_secret_key"),
+    (f"SENDGRID_API_KEY={SENDGRID}", SENDGRID, "sendgrid_key"),
+    (f"send mail with {SENDGRID} today", SENDGRID, "sendgrid_key"),
+    (f'{{"sendgrid": "{SENDGRID}"}}', SENDGRID, "sendgrid_key"),
+    (f"Authorization: Bearer {SENDGRID}", SENDGRID, "sendgrid_key"),
+    (f"Authorization: Basic {BASIC_SHORT}", BASIC_SHORT, "basic_credentials"),
+    (f"the ci creds are {BASIC_SHORT}", BASIC_SHORT, "basic_credentials"),
+    (f"basic auth header {BASIC_PADDED}", BASIC_PADDED, "basic_credentials"),
+    ("Authorization: basic dTpwdw==", "dTpwdw==", "basic_credentials"),
+    (f'"auth": "Basic {BASIC_SHORT}"', BASIC_SHORT, "assignment"),  # a quoted value goes whole
+    ("mysql -u root -pS3cr3tPw app", "S3cr3tPw", "command_password"),
+    ("mysqldump -h db -uadmin -p'hunter 2' shop > dump.sql", "hunter 2", "command_password"),
+    ("sshpass -p 'hunter2' ssh -p 22 deploy@host", "hunter2", "command_password"),
+    ("sshpass -p hunter2x scp a b", "hunter2x", "command_password"),
+    ("sshpass -phunter2x ssh host", "hunter2x", "command_password"),
+    ("curl -u alice:s3cret https://api.example.com", "alice:s3cret", "command_password"),
+    ("curl -s --user bob:hunter2x https://api.example.com/x", "bob:hunter2x", "command_password"),
+    ("curl -ualice:letmein https://h", "alice:letmein", "command_password"),
+    ("psql --password s3cretpw -h db", "s3cretpw", "command_password"),
     # high_entropy
     (f"rotate {BASE64_40} in the vault", BASE64_40, "high_entropy"),
     (f"use {OPAQUE[0]} as the session id", OPAQUE[0], "high_entropy"),
@@ -257,6 +319,25 @@ NEGATIVE_CASES = [
     "moved to quarantine/20260101T000000Z-0a1b2c3d-torn-tail.json",
     "the header is `Authorization: Bearer AuthenticationScheme` in the RFC prose",
     "see node_modules/@babel/core/lib/config/files/ModuleTypes2Resolver.js",
+    "def f(token: str, password: bytes, auth: Optional[str] = None):",
+    '{"token": token, "secret": secret_value}',
+    "auth = handler",
+    "token: expired",
+    "the key is in the drawer",
+    "sorted(items, key=len)",
+    "monkey: banana",
+    "primary key: id",
+    "ssh -p 2222 deploy@host && mkdir -p build",
+    "mysql -p shop (it asks for the password)",
+    'sshpass -p "$SSHPASS" ssh host',
+    "sshpass -f ~/.pw ssh -p 22 host",
+    "curl -u alice https://api.example.com",
+    'curl -u "$USER:$TOKEN" https://api.example.com',
+    "curl -sS -o out.json https://example.com/x",
+    "psql --password -h db",
+    "Makefile JavaScript TypeScript PostgreSQL Kubernetes",
+    "the cache_key is name:version",
+    "SG.dependency module",
 ]
 
 
@@ -294,6 +375,25 @@ def test_assignment_keeps_the_key_and_quotes():
 def test_url_credentials_keep_scheme_and_host():
     assert redact("see https://alice:S3cret@example.com/x") == "see https://[REDACTED:url_credentials]@example.com/x"
     assert redact("https://alice@example.com/x") == "https://alice@example.com/x"  # no password: nothing to hide
+
+
+def test_a_redaction_leaves_no_fragment_of_the_secret():
+    assert redact("my password is tr0ub4dor&3") == "my password is [REDACTED:assignment]"
+    assert redact(f"key {SENDGRID} here") == "key [REDACTED:sendgrid_key] here"  # the id goes with the secret
+    assert redact("curl -u alice:s3cret https://h") == "curl -u [REDACTED:command_password] https://h"
+    assert redact("sshpass -p 'hunter 2' ssh -p 22 h") == "sshpass -p [REDACTED:command_password] ssh -p 22 h"
+
+
+def test_values_end_where_a_query_or_cookie_goes_on():
+    assert redact("GET /x?token=a1b2c3&page=2") == "GET /x?token=[REDACTED:assignment]&page=2"
+    assert redact("Cookie: auth=a1b2c3;Path=/") == "Cookie: auth=[REDACTED:assignment];Path=/"
+    assert redact("token: a1b2c3, then go") == "token: [REDACTED:assignment], then go"
+
+
+def test_generic_key_needs_a_generated_value():
+    assert redact(f"DD_APP_KEY={DATADOG}") == "DD_APP_KEY=[REDACTED:assignment]"
+    for text in ("key = 'name'", "sort(key=str.lower)", "key: 2026-01-01T00:00:00Z", "key: v1.2.3-build.2024"):
+        assert redact(text) == text
 
 
 def test_private_key_without_end_is_redacted_to_the_end_of_the_text():
@@ -336,22 +436,29 @@ def test_ids_containing_a_credential_are_detected():
 
 TOKEN_SECRETS = [*ANTHROPIC, OPENAI_LEGACY, OPENAI_PROJECT, OPENAI_SERVICE, OPENAI_ADMIN, *GITHUB.values(), GITHUB_PAT,
                  AWS_ACCESS, AWS_SESSION, *GOOGLE, SLACK_BOT, SLACK_USER, SLACK_APP, SLACK_LEGACY, *STRIPE.values(),
-                 *NPM, *HUGGINGFACE, *JWTS, *OPAQUE, BASE64_40, BASE64_88, URLSAFE_64]
+                 *NPM, *HUGGINGFACE, *JWTS, *OPAQUE, BASE64_40, BASE64_88, URLSAFE_64, *SHOPIFY.values(),
+                 *DIGITALOCEAN.values(), *AGE, SENDGRID]
 # The shortest match of each prefixed family, and a barely long mixed run: the pre-filter must notice them.
 MINIMAL_SECRETS = ["sk-" "ant-" + "a" * 19 + "1", "sk-" + "a" * 19 + "1", "gh" "p_" + "a" * 30,
                    "github" "_pat_" + "a" * 22,
                    "AKIA" + "A" * 16, "AIza" + "a" * 35, "xo" "xb-" + "1" * 12, "sk" "_live_" + "a" * 16,
                    "np" "m_" + "a" * 36, "h" "f_" + "a" * 30, "eyJ" + "a" * 13 + "." + "b" * 10 + ".",
-                   "aB3" + "cdefghij" * 3]
+                   "aB3" + "cdefghij" * 3, "shp" "at_" + "a" * 32, "do" "p_v1_" + "a" * 64,
+                   "AGE-SECRET" "-KEY-1" + "Q" * 58, "S" "G." + "a" * 22 + "." + "b" * 43, "dTpwdw==", "YTpiYw=="]
 SECRET_SAMPLES = TOKEN_SECRETS + MINIMAL_SECRETS + [
     pem("RSA PRIVATE KEY", PEM_BODY), pem("PRIVATE KEY", PEM_LINE, newline=" "), "https://u:pw123@h.example",
     "Bearer " + OPAQUE[1], "Bearer ab12.cd34.ef56.gh78", "Authorization: Basic dXNlcjpwYXNz9w==",
     'password="x1y2z3"', "API_KEY=abc", "token: 1a2b3c4d", "the secret is s3cr3t!", "apiKey: 'q1w2e3'",
     "passwd=pa55", "auth: 'abc'", "Credential = \"x9y8z7\"", "x-access-key: k3y!",
+    f"private_key_id: {GCP_KEY_ID}", "token: qwertyuiop", "token=abcd", f"DD_APP_KEY={DATADOG}", f"key: {HEROKU}",
+    "my password is tr0ub4dor&3", "Basic dTpw", BASIC_SHORT, "mysql -pS3cret db", "sshpass -p pw1 ssh -p 22 h",
+    "sshpass -ppw1 ssh", "curl -u a:pw1 h", "curl --user=a:pw1", "--password pw1",
 ]
 WORDS = ["the", "token", "password", "key", "secret", "auth", "Bearer", "is", "none", "sk", "ghp", "AKIA", "eyJ",
          "-----BEGIN", "PRIVATE KEY-----", "-----END", "https", "://", "user", "@", "host", "API_KEY", "${TOKEN}",
-         "[REDACTED:jwt]", "REDACTED", "hex", "da39a3ee5e6b4b0d3255bfef95601890afd80709", "xoxb", "hf", "npm"]
+         "[REDACTED:jwt]", "REDACTED", "hex", "da39a3ee5e6b4b0d3255bfef95601890afd80709", "xoxb", "hf", "npm",
+         "key", "KEY", "Basic", "basic", "mysql", "-p", "sshpass", "curl", "-u", "--user", "--password", "SG.",
+         "shpat_", "dop_v1_", "AGE-SECRET-KEY-1", "&", ",", ";", "qwertyuiop", "str", "is"]
 PUNCTUATION = list(" \n\t=:;,.'\"/@-_+()[]{}<>$*")
 
 
@@ -496,13 +603,73 @@ def test_three_megabytes_of_secrets_finish_quickly():
 
 @pytest.mark.parametrize("unit", ["-----BEGIN ", "-----BEGIN PRIVATE KEY-----\n", "a=", "token=", "password=\"",
                                   "password='\\", "token is ", "x://a:", "http://a:b@", "bearer ", "sk-", "aB3",
-                                  "eyJ.", "eyJ-", "github_pat_", "A"])
+                                  "eyJ.", "eyJ-", "github_pat_", "A", "key=", "key:", "token:", "token:a.",
+                                  "TOKEN=ab=", "mysql -p", "curl -u a:", "sshpass -p ", "--password ", "SG.",
+                                  "basic ", "dTpwdw==", "token=a&"])
 def test_adversarial_input_is_linear(unit):
     text = unit * (3_000_000 // len(unit))
     started = time.perf_counter()
     redact(text)
     elapsed = time.perf_counter() - started
     assert elapsed < 10.0, f"{unit!r}: {elapsed:.2f} s"  # measured 0.2-2 s; quadratic would take hours
+
+
+# The rules as released before version 2: `redact(text, version=1)` must reproduce them exactly, or
+# a prompt retried across the upgrade would get a new request id and be recorded twice.
+VERSION_1_COMMIT = "981fef67cd244c8be19b41b90bb8bac4ed586f9c"
+
+
+def _released_version_1():
+    try:
+        source = subprocess.run(["git", "show", f"{VERSION_1_COMMIT}:lib/intent_loop/redact.py"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("the git history holding redaction version 1 is not available")
+    module = types.ModuleType("released_redact_v1")
+    exec(compile(source, "released_redact_v1", "exec"), module.__dict__)
+    return module
+
+
+def test_version_1_reproduces_the_released_rules():
+    released = _released_version_1()
+    texts = [text for text, _secret, _kind in POSITIVE_CASES] + NEGATIVE_CASES + SECRET_SAMPLES + WORDS
+    rng = random.Random(14)
+    texts += [" ".join(rng.choice(SECRET_SAMPLES + WORDS + PUNCTUATION) for _ in range(8)) for _ in range(2000)]
+    assert [redact(text, version=1) for text in texts] == [released.redact(text) for text in texts]
+    assert redact("token: qwertyuiop", version=1) == "token: qwertyuiop"  # a version 2 rule
+
+
+# Issue 14's 11 formats and 2 fragments: (text, what version 1 left of the secret).
+ISSUE_14_LEAKS = [
+    (f'"private_key_id": "{GCP_KEY_ID}"', GCP_KEY_ID), ("token: qwertyuiop", "qwertyuiop"),
+    (f"Authorization: Basic {BASIC_SHORT}", BASIC_SHORT), (f"datadog api key: {DATADOG}", DATADOG),
+    (f"heroku api key: {HEROKU}", HEROKU), (f"use {SHOPIFY['at']}", SHOPIFY["at"]),
+    (f"use {DIGITALOCEAN['p']}", DIGITALOCEAN["p"]), (f"use {AGE[0]}", AGE[0]),
+    ("mysql -u root -pS3cr3tPw app", "S3cr3tPw"), ("sshpass -p hunter2x ssh host", "hunter2x"),
+    ("curl -u alice:s3cret https://h", "s3cret"), ("my password is tr0ub4dor&3", "&3"),
+    (f"key {SENDGRID}", SENDGRID_ID),
+]
+
+
+@pytest.mark.parametrize(("text", "leaked"), ISSUE_14_LEAKS)
+def test_version_2_redacts_what_version_1_left(text, leaked):
+    assert leaked in redact(text, version=1)
+    assert leaked not in redact(text)
+
+
+PROSE_CORPUS = "pydoc_data/topics.py"  # the Python language reference and library topics, as prose
+
+
+def test_false_positive_rate_on_prose():
+    path = Path(sysconfig.get_paths()["stdlib"]) / PROSE_CORPUS
+    if not path.is_file():
+        pytest.skip(f"{path} is not installed")
+    lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    changed = [line for line in lines if redact(line) != line]
+    rate = len(changed) / len(lines)
+    print(f"\nfalse positives: {len(changed)} of {len(lines)} prose lines = {rate:.4%}")
+    assert len(lines) > 10_000
+    assert rate < MAX_FALSE_POSITIVE_RATE
 
 
 def test_import_does_not_load_re():

@@ -3,29 +3,44 @@
 # `re` is imported lazily, on the first text the pre-filter cannot clear: `import re` costs about
 # one whole interpreter start and this runs inside a hook on every prompt (startup-performance.md).
 
+# The rules' version. A new rule changes the redacted text of a prompt it matches, and with it the
+# hash that prompt request ids are made of: `redact(text, version=VERSION - 1)` reproduces the
+# previous rules, so a retry that spans an upgrade finds the id it was first recorded under
+# (hook.handlers, docs/upgrading.md). Rules marked `since` below are absent from earlier versions.
+VERSION = 2
+
 # The order the patterns apply in; where two kinds could match the same characters the earlier wins.
 KINDS = (
     "private_key", "url_credentials", "anthropic_key", "openai_key", "github_token", "aws_access_key",
-    "google_api_key", "slack_token", "stripe_key", "npm_token", "huggingface_token", "jwt",
-    "bearer_token", "assignment", "high_entropy",
+    "google_api_key", "slack_token", "stripe_key", "npm_token", "huggingface_token", "shopify_token",
+    "digitalocean_token", "age_secret_key", "sendgrid_key", "jwt", "bearer_token", "command_password",
+    "assignment", "high_entropy", "basic_credentials",
 )
 
-# (kind, literal prefixes, pattern). Every match starts with one of its prefixes and holds at least
-# 16 consecutive token characters: the pre-filter relies on both.
+# (kind, literal prefixes, pattern, since). Every match starts with one of its prefixes and holds at
+# least 16 consecutive token characters (SendGrid's `SG.`, split by its dots, has its own trigger):
+# the pre-filter relies on both.
 _PREFIXED_FAMILIES = (
-    ("anthropic_key", ("sk-ant-",), r"sk-ant-[A-Za-z0-9_-]{20,}+"),
-    ("openai_key", ("sk-",), r"sk-(?=[A-Za-z0-9_-]*?[0-9])[A-Za-z0-9_-]{20,}+"),
+    ("anthropic_key", ("sk-ant-",), r"sk-ant-[A-Za-z0-9_-]{20,}+", 1),
+    ("openai_key", ("sk-",), r"sk-(?=[A-Za-z0-9_-]*?[0-9])[A-Za-z0-9_-]{20,}+", 1),
     ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     r"gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"),
-    ("aws_access_key", ("AKIA", "ASIA"), r"A[KS]IA[A-Z0-9]{16}"),
-    ("google_api_key", ("AIza",), r"AIza[A-Za-z0-9_-]{35}"),
-    ("slack_token", ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xapp-"), r"(?:xox[abprs]|xapp)-[A-Za-z0-9-]{12,}+"),
-    ("stripe_key", ("sk_", "rk_", "pk_"), r"[srp]k_(?:live|test)_[A-Za-z0-9]{16,}+"),
-    ("npm_token", ("npm_",), r"npm_[A-Za-z0-9]{36,}+"),
-    ("huggingface_token", ("hf_",), r"hf_[A-Za-z0-9]{30,}+"),
-    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_-]{13,}+\.[A-Za-z0-9_-]{10,}+\.[A-Za-z0-9_-]*+"),
+     r"gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+", 1),
+    ("aws_access_key", ("AKIA", "ASIA"), r"A[KS]IA[A-Z0-9]{16}", 1),
+    ("google_api_key", ("AIza",), r"AIza[A-Za-z0-9_-]{35}", 1),
+    ("slack_token", ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xapp-"),
+     r"(?:xox[abprs]|xapp)-[A-Za-z0-9-]{12,}+", 1),
+    ("stripe_key", ("sk_", "rk_", "pk_"), r"[srp]k_(?:live|test)_[A-Za-z0-9]{16,}+", 1),
+    ("npm_token", ("npm_",), r"npm_[A-Za-z0-9]{36,}+", 1),
+    ("huggingface_token", ("hf_",), r"hf_[A-Za-z0-9]{30,}+", 1),
+    ("shopify_token", ("shpat_", "shpca_", "shppa_", "shpss_"), r"shp(?:at|ca|pa|ss)_[A-Fa-f0-9]{32}", 2),
+    ("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}", 2),
+    # age's Bech32 alphabet; the whole key, its HRP included, is the secret
+    ("age_secret_key", ("AGE-SECRET-KEY-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", 2),
+    # `SG.<22-character id>.<43-character secret>`: the id goes too, it names the key
+    ("sendgrid_key", ("SG.",), r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", 2),
+    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_-]{13,}+\.[A-Za-z0-9_-]{10,}+\.[A-Za-z0-9_-]*+", 1),
 )
-_PREFIXES = tuple(prefix for _kind, prefixes, _pattern in _PREFIXED_FAMILIES for prefix in prefixes)
+_PREFIXES = tuple(prefix for _kind, prefixes, _pattern, _since in _PREFIXED_FAMILIES for prefix in prefixes)
 
 # An assignment's key must END with one of these, in any case: `DB_PASSWORD`, `apiKey`, `x-auth`.
 _ASSIGNMENT_KEYWORDS = (
@@ -33,8 +48,13 @@ _ASSIGNMENT_KEYWORDS = (
     "credentials", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
     "privatekey", "private_key", "private-key", "secretkey", "secret_key", "secret-key",
 )
-_TRIGGERS = ("-----begin", "://", "bearer") + _ASSIGNMENT_KEYWORDS
-_LONGEST_KEY_AND_SEPARATOR = max(map(len, _ASSIGNMENT_KEYWORDS)) + len(":=")
+# since 2: a GCP service account's `private_key_id` (40 hex, which the high-entropy rule keeps as a
+# digest), and any other key ending in `key` (`DD_APP_KEY`, `heroku api key`), whose value must
+# look like a generated key (see _is_generated_key): `key = name` is everyday code.
+_KEYWORDS_V2 = ("private_key_id", "privatekeyid", "private-key-id", "key")
+_GENERIC_KEYWORD = "key"
+_TRIGGERS = ("-----begin", "://", "bearer") + _ASSIGNMENT_KEYWORDS + ("basic", "mysql", "mariadb", "sshpass", "--pass")
+_LONGEST_KEY_AND_SEPARATOR = max(map(len, _ASSIGNMENT_KEYWORDS + _KEYWORDS_V2)) + len(":=")
 
 # A leading one-character lookahead lets the regex engine skip ahead by first character, which an
 # alternation otherwise prevents (measured 3-10x faster on 3 MB).
@@ -43,10 +63,33 @@ _PEM_PATTERN = (r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----[\s\S]*?
 # The authority stops before a `:` that starts another `://`, which belongs to the next URL.
 _URL_AUTHORITY_PATTERN = r"://(?<=[A-Za-z0-9]://)(?:[^\s/?#\[\]:]|:(?!//))++"
 _BEARER_PATTERN = r"(?=[BbAa])\b(?i:bearer|authorization:[ \t]*+basic)[ \t]++(?P<token>[A-Za-z0-9._~+/-]{16,}+=*+)"
+# since 2: base64 of `user:password`, however short (`Basic dXNlcjpwYXNz`), after `Basic` or alone.
+# Each 4-character group starts with what encodes a printable byte's top six bits (I-Z a-f), which
+# keeps ordinary words from reaching the decoder.
+_BASE64_GROUPS = r"(?:[I-Za-f][A-Za-z0-9+/]{3})*+(?:[I-Za-f][A-Za-z0-9+/](?:[A-Za-z0-9+/]=|==))?+"
+_BASE64_RUN_PATTERN = rf"(?<![A-Za-z0-9+/=_-])(?=[I-Za-f]){_BASE64_GROUPS}(?![A-Za-z0-9+/=_-])"
+# since 2: a command line from its first command word to the end of the line or of the shell
+# command, taken possessively so that each line starts one scan (_redact_command_line splits it at
+# every command word and reads each one's options), or a long password option anywhere, which takes
+# its value after a space (`--password=` is an assignment).
+_VALUE = r"'[^'\n]*+'?|\"[^\"\n]*+\"?|[^\s'\"]++"
+_LONG_PASSWORD_OPTION = r"--pass(?:word|wd)?+[ \t]++(?!-)"
+_COMMAND_WORD = (r"(?<![A-Za-z0-9_.-])(?:mysql(?:dump|admin|import|sh|check)?+|mariadb(?:-dump|-admin)?+|sshpass|curl)"
+                 r"(?![A-Za-z0-9_.-])")
+_COMMAND_PATTERN = (rf"(?=[msc-])(?:(?P<command>{_COMMAND_WORD})[^\n|;&]*+"
+                    rf"|(?<![A-Za-z0-9_.-])(?P<option>{_LONG_PASSWORD_OPTION})(?P<value>{_VALUE}))")
 # Matched against ASCII-lowercased text, so the keyword alternation needs no (slow) IGNORECASE.
-_ASSIGNMENT_TAIL = (r"(?:[\"']?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+is[ \t]+)"
-                    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)*+)\"|'(?P<sq>(?:[^'\\\n]|\\.)*+)'"
-                    r"|(?P<bare>[^\s\"'`,;&()\[\]{}<>]++))")
+_SEPARATOR = r"(?:[\"']?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+is[ \t]+)"
+_QUOTED = r"\"(?P<dq>(?:[^\"\\\n]|\\.)*+)\"|'(?P<sq>(?:[^'\\\n]|\\.)*+)'"
+_BARE_V1 = r"(?P<bare>[^\s\"'`,;&()\[\]{}<>]++)"
+# since 2: `&`, `,` and `;` inside a value belong to it (`tr0ub4dor&3`) unless a space, a quote, the
+# end or another `name=` / `name:` follows (`?token=a1&page=2`, `token=a1;Path=/`).
+# since 2: the value after a generic `key`. Unquoted, only what a generated key is made of, `=` only
+# as final padding: holding no `:` or `=`, it hides no other assignment (_resume_after_declined_value).
+_GENERIC_QUOTED = _QUOTED.replace("?P<dq>", "?P<gdq>").replace("?P<sq>", "?P<gsq>")
+_GENERIC_BARE = r"(?P<gen>[A-Za-z0-9+_-]++(?:=++(?![A-Za-z0-9+_-]))?+)"
+_GENERIC_GROUPS = ("gdq", "gsq", "gen")
+_BARE_V2 = (r"(?P<bare>(?:[^\s\"'`,;&()\[\]{}<>]|[&,;](?![\s\"'`]|\Z|[A-Za-z_][A-Za-z0-9_.-]*+[=:]))++)")
 # A possessive run is always tried first at its own start, so no lookbehind is needed; `=` only
 # as trailing padding, so `name=value` is judged as `value` alone.
 _HIGH_ENTROPY_PATTERN = r"[A-Za-z0-9+/_-]{24,}+=*+"
@@ -63,21 +106,37 @@ _TOKEN_CHARS = _UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "+/=_-"
 _RUN_SEPARATORS = {code: " " for code in range(128) if chr(code) not in _TOKEN_CHARS}
 _PREFIXED_MIN_RUN = 16
 _HIGH_ENTROPY_MIN_RUN = 24
+_BASE64_CREDENTIAL_MIN_RUN = 8
 _MIN_ENTROPY_BITS = 3.5
 _UPPER, _LOWER, _DIGITS = frozenset(_UPPER_CHARS), frozenset(_LOWER_CHARS), frozenset(_DIGIT_CHARS)
 _DIGITS_AND_SYMBOLS = _DIGITS | frozenset("!@#%^&*+=~?")
 _HEX_AND_DASH = _DIGIT_CHARS + "abcdefABCDEF-"
+_BASE64_ALPHABET = _UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "+/"
+_BASE64_VALUES = {char: value for value, char in enumerate(_BASE64_ALPHABET)}
+_GROUP_LEADS = frozenset(_BASE64_ALPHABET[8:32])  # the top six bits of a byte in 0x21-0x7E
+_GENERATED_KEY_CHARS = frozenset(_UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "+=_-")
+_USER_CHARS = frozenset(_UPPER_CHARS + _LOWER_CHARS + _DIGIT_CHARS + "._@+-")
 _DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-")  # Subresource Integrity
 _PLACEHOLDER_WORDS = frozenset(("none", "null", "nil", "true", "false", "undefined"))
+# since 2: a lower-case word after `token:` is a secret (`token: qwertyuiop`) unless it is one of
+# these type, keyword or status words (`token: str`), names a key itself (`"token": token`), or is
+# Python spacing (`auth = handler`).
+_CODE_WORDS = frozenset("""str string bytes int integer float bool boolean list dict tuple set frozenset object any
+    optional union callable type number array self cls lambda yield await return not and or none null nil true
+    false undefined required optional unknown empty default hidden masked redacted unset missing invalid expired
+    revoked valid enabled disabled yes off basic bearer digest negotiate""".split())
+_KEY_ROOTS = ("pass", "secret", "token", "auth", "key", "cred")
 
-_passes = None
+_passes = {}
 
 
-def redact(text):
-    """`text` with every recognized secret replaced by `[REDACTED:<kind>]`; idempotent."""
+def redact(text, *, version=VERSION):
+    """`text` with every recognized secret replaced by `[REDACTED:<kind>]`; idempotent.
+
+    `version` selects an earlier set of rules, only to recompute an id recorded before an upgrade."""
     if not _may_contain_secret(text):
         return text
-    return _apply_patterns(text)
+    return _apply_patterns(text, version=version)
 
 
 def has_secret(text):
@@ -92,9 +151,15 @@ def _marker(kind):
 def _may_contain_secret(text):
     """Cheap and conservative: False only when no pattern can match (checked by a property test)."""
     folded = _fold_case(text)
-    if any(trigger in folded for trigger in _TRIGGERS):
+    if any(trigger in folded for trigger in _TRIGGERS) or "SG." in text or _has_key_assignment(folded):
+        return True
+    if "curl" in folded and "-u" in folded:
         return True
     for run in text.translate(_RUN_SEPARATORS).split():
+        if len(run) < _BASE64_CREDENTIAL_MIN_RUN:
+            continue
+        if (not run.isascii() or _GROUP_LEADS.issuperset(run[::4])) and _may_be_base64_credential(run):
+            return True
         if len(run) < _PREFIXED_MIN_RUN:
             continue
         if any(prefix in run for prefix in _PREFIXES):
@@ -109,35 +174,69 @@ def _fold_case(text):
     return text.replace("\u0130", "I").lower()
 
 
-def _apply_patterns(text):
-    global _passes
-    if _passes is None:
-        _passes = _compile_passes()
-    for redact_pass in _passes:
+def _has_key_assignment(folded):
+    """`key` followed by an assignment separator (`key:`, `KEY=`, `key" :`, `key is`): the generic rule."""
+    position = folded.find(_GENERIC_KEYWORD)
+    while position >= 0:
+        rest = folded[position + len(_GENERIC_KEYWORD):position + len(_GENERIC_KEYWORD) + 8].lstrip("\"'").lstrip(" \t")
+        if rest[:1] in (":", "=") or rest.startswith("is"):
+            return True
+        position = folded.find(_GENERIC_KEYWORD, position + 1)
+    return False
+
+
+def _may_be_base64_credential(run):
+    """Exact: the base64 pattern matches whole runs, and non-ASCII characters (which runs keep) bound
+    a match too, so a run holding one is judged by its ASCII pieces."""
+    if not run.isascii():
+        pieces = "".join(char if char.isascii() else " " for char in run).split()
+        return any(_decoded_credential(piece) is not None for piece in pieces)
+    return _decoded_credential(run) is not None
+
+
+def _apply_patterns(text, *, version=VERSION):
+    passes = _passes.get(version)
+    if passes is None:
+        passes = _passes[version] = _compile_passes(version)
+    for redact_pass in passes:
         text = redact_pass(text)
     return text
 
 
-def _compile_passes():
-    """One text -> text function per pass, in KINDS order."""
+def _compile_passes(version):
+    """One text -> text function per pass, in KINDS order, for the rules of `version`."""
     import re  # deferred: see the note at the top of the module
     from functools import partial
 
     flags = re.ASCII  # ASCII classes and case folding keep the str.lower() pre-filter exact
     structure = re.compile(_STRUCTURE_PATTERN, flags)
-    prefixed = "|".join(f"(?P<{kind}>{pattern})" for kind, _prefixes, pattern in _PREFIXED_FAMILIES)
-    keywords = "|".join(re.escape(word) for word in sorted(_ASSIGNMENT_KEYWORDS, key=len, reverse=True))
+    families = [family for family in _PREFIXED_FAMILIES if family[3] <= version]
+    prefixes = [prefix for _kind, family_prefixes, _pattern, _since in families for prefix in family_prefixes]
+    prefixed = "|".join(f"(?P<{kind}>{pattern})" for kind, _prefixes, pattern, _since in families)
+    words = _ASSIGNMENT_KEYWORDS + (_KEYWORDS_V2 if version >= 2 else ())
+    keywords = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True) if word != _GENERIC_KEYWORD)
     # Only at the start of a run of body characters: one attempt per run keeps failing matches linear.
-    prefixed_pattern = rf"(?={_first_chars(_PREFIXES)})(?<![A-Za-z0-9_-])(?:{prefixed})(?![A-Za-z0-9_-])"
-    assignment_pattern = rf"(?={_first_chars(_ASSIGNMENT_KEYWORDS)})(?:{keywords}){_ASSIGNMENT_TAIL}"
-    return (
+    prefixed_pattern = rf"(?={_first_chars(prefixes)})(?<![A-Za-z0-9_-])(?:{prefixed})(?![A-Za-z0-9_-])"
+    strong = f"(?P<key>{keywords}){_SEPARATOR}(?:{_QUOTED}|{_BARE_V2 if version >= 2 else _BARE_V1})"
+    generic = f"|{_GENERIC_KEYWORD}{_SEPARATOR}(?:{_GENERIC_QUOTED}|{_GENERIC_BARE})" if version >= 2 else ""
+    assignment_pattern = rf"(?={_first_chars(words)})(?:{strong}{generic})"
+    passes = [
         partial(re.compile(_PEM_PATTERN, flags).sub, _marker("private_key")),
         partial(re.compile(_URL_AUTHORITY_PATTERN, flags).sub, _redact_url_userinfo),
         partial(re.compile(prefixed_pattern, flags).sub, _redact_prefixed),
         partial(re.compile(_BEARER_PATTERN, flags).sub, partial(_redact_bearer, structure=structure)),
-        partial(_redact_assignments, pattern=re.compile(assignment_pattern, flags)),
+    ]
+    if version >= 2:
+        command_word = re.compile(_COMMAND_WORD, flags)
+        passes.append(partial(re.compile(_COMMAND_PATTERN, flags).sub,
+                              partial(_redact_command_line, re=re, command_word=command_word)))
+    passes += [
+        partial(_redact_assignments, pattern=re.compile(assignment_pattern, flags), version=version),
         partial(re.compile(_HIGH_ENTROPY_PATTERN, flags).sub, partial(_redact_high_entropy, structure=structure)),
-    )
+    ]
+    if version >= 2:  # last: a marker written before it can free a run glued to a secret (`…==dTpw`)
+        passes.append(partial(re.compile(_BASE64_RUN_PATTERN, flags).sub, _redact_base64_credential))
+    return passes
 
 
 def _first_chars(words):
@@ -164,42 +263,156 @@ def _redact_bearer(match, *, structure):
     return match.group()[: match.start("token") - match.start()] + _marker("bearer_token")
 
 
-def _redact_assignments(text, *, pattern):
+def _redact_base64_credential(match):
+    run = match.group()
+    if len(run) < _BASE64_CREDENTIAL_MIN_RUN and not _follows_basic(match.string, match.start()):
+        return run
+    return _marker("basic_credentials") if _decoded_credential(run) is not None else run
+
+
+def _follows_basic(text, start):
+    """`Basic ` (any case, spaces or tabs) right before `start`: the base64 after it is a credential."""
+    before = text[max(0, start - 24):start].rstrip(" \t")
+    return before != text[max(0, start - 24):start] and before[-5:].lower() == "basic"
+
+
+def _decoded_credential(run):
+    """The `user:password` a strict base64 run decodes to (printable ASCII, a user of name
+    characters, a non-empty password), or None. Pure Python: no import on the hook's fast path."""
+    body = run.rstrip("=")
+    if len(run) % 4 or not _GROUP_LEADS.issuperset(run[::4]) or len(run) - len(body) > 2 or len(body) < 4 \
+            or body.strip(_BASE64_ALPHABET):
+        return None
+    bits, count, decoded = 0, 0, []
+    for char in body:
+        bits, count = (bits << 6) | _BASE64_VALUES[char], count + 6
+        if count >= 8:
+            count -= 8
+            byte = (bits >> count) & 0xFF
+            if not 0x20 < byte < 0x7F:
+                return None
+            decoded.append(chr(byte))
+    user, colon, password = "".join(decoded).partition(":")
+    if not (user and colon and password) or not _USER_CHARS.issuperset(user):
+        return None
+    return user, password
+
+
+def _redact_command_line(match, *, re, command_word):
+    """Passwords given as options: `mysql -pS3cret` (attached only: `-p db` asks for one), `sshpass
+    -p pw` (its own options, not the wrapped command's `-p 22`), `curl -u user:pw`, `--password pw`.
+    Each command's options run to the next command word (`sshpass -p pw ssh h mysql -pX`)."""
+    if match.group("command") is None:
+        return _redacted_option(match)
+    line = match.group()
+    starts = [word.start() for word in command_word.finditer(line)]
+    pieces = []
+    for start, end in zip(starts, starts[1:] + [len(line)], strict=True):
+        command = command_word.match(line, start).group()
+        pieces += (command, _redact_arguments(command, line[start + len(command):end], re=re))
+    return "".join(pieces)
+
+
+def _redact_arguments(command, args, *, re):
+    args = _redact_options(args, re=re, pattern=_LONG_PASSWORD_OPTION)
+    if command == "curl":
+        return _redact_options(args, re=re, pattern=r"(?<!\S)(?:-[uU][ \t]*+|--(?:proxy-)?user[ \t=]++)(?!-)",
+                               user_and_password=True)
+    if command == "sshpass":
+        return _redact_sshpass(args, re=re)
+    return _redact_options(args, re=re, pattern=r"(?<!\S)-p(?=[^\s-])")
+
+
+def _redact_options(text, *, re, pattern, user_and_password=False):
+    def replace(option):
+        return _redacted_option(option, user_and_password=user_and_password)
+
+    return re.sub(rf"(?P<option>{pattern})(?P<value>{_VALUE})", replace, text, flags=re.ASCII)
+
+
+def _redacted_option(option, *, user_and_password=False):
+    value = option.group("value").strip("'\"")
+    if _is_placeholder(value):
+        return option.group()
+    if user_and_password:
+        _user, colon, password = _without_markers(value).partition(":")
+        if not colon or _is_placeholder(password):
+            return option.group()  # `curl -u alice` asks for the password
+    return option.group("option") + _marker("command_password")
+
+
+def _redact_sshpass(args, *, re):
+    words = list(re.finditer(_VALUE, args))
+    for index, word in enumerate(words):
+        text = word.group()
+        if not text.startswith("-") or text == "-":
+            return args  # the wrapped command starts: a later `-p` is its own
+        value = words[index + 1] if text == "-p" and index + 1 < len(words) else None
+        if value is None and text.startswith("-p") and text != "-p":
+            value_start, value_end = word.start() + 2, word.end()
+        elif value is not None:
+            value_start, value_end = value.span()
+        else:
+            continue
+        if _is_placeholder(args[value_start:value_end].strip("'\"")):
+            return args
+        return args[:value_start] + _marker("command_password") + args[value_end:]
+    return args
+
+
+def _redact_assignments(text, *, pattern, version):
     """Keys match case-insensitively: the pattern runs on a lowercased copy with the same offsets."""
     folded = _fold_case(text)
     pieces, done, position = [], 0, 0
     while (match := pattern.search(folded, position)) is not None:
         value_start, value_end = match.span(match.lastgroup)
-        if _is_secret_value(text, match, value_start, value_end):
+        if _is_secret_value(text, match, value_start, value_end, version=version):
             pieces += (text[done:value_start], _marker("assignment"))
             done = position = value_end
         else:
-            position = _resume_after_declined_value(match, value_start, value_end)
+            position = _resume_after_declined_value(text, match, value_start, value_end, version=version)
     return "".join(pieces) + text[done:] if pieces else text
 
 
-def _resume_after_declined_value(match, value_start, value_end):
+def _resume_after_declined_value(text, match, value_start, value_end, *, version):
     """Where to search next, so a declined value never hides an assignment that starts inside it.
 
     Were one hidden, a later pass that rewrote the outer key would expose it on the next call and
     break idempotence (`xQ7..Credential =token: s3cret`). A declined unquoted value can only hide
     one whose key and separator end the value (spaces end it), so rescanning its tail keeps the
-    scan linear; a declined quoted value is a short placeholder and is rescanned whole.
+    scan linear; a declined quoted value is a short placeholder and is rescanned whole. Since
+    version 2 a lower-case word may pass where the whole value did not (`a.xtoken:qwertyuiop`):
+    having no `:`, it follows the value's last `:`, which is rescanned from its key on.
     """
-    if match.lastgroup != "bare":
+    if match.lastgroup not in ("bare", "gen"):
         return value_start
-    return max(value_start, value_end - _LONGEST_KEY_AND_SEPARATOR)
+    resume = value_end - _LONGEST_KEY_AND_SEPARATOR
+    if match.lastgroup == "bare" and version >= 2:
+        last_colon = text.rfind(":", value_start, value_end)
+        if last_colon >= 0:
+            resume = min(resume, last_colon - _LONGEST_KEY_AND_SEPARATOR)
+    return max(value_start, resume)
 
 
-def _is_secret_value(text, match, value_start, value_end):
+def _is_secret_value(text, match, value_start, value_end, *, version):
     value = text[value_start:value_end]
-    if match.lastgroup == "bare" and not _is_unquoted_secret(text, match, value):
+    if match.lastgroup in _GENERIC_GROUPS:
+        return _is_generated_key(value) and not _is_placeholder(value)
+    if match.lastgroup == "bare" and not _is_unquoted_secret(text, match, value, version=version):
         return False
     return not _is_placeholder(value)
 
 
-def _is_unquoted_secret(text, match, value):
-    """A digit or symbol is needed (`token: str` is a type), except env style: `API_KEY=value`."""
+def _is_generated_key(value):
+    """A key-named value that looks generated: 16+ characters of letters, digits and `+=_-` holding
+    both a letter and a digit (Datadog's 32 hex, Heroku's UUID); names and paths have other shapes."""
+    return (len(value) >= 16 and _GENERATED_KEY_CHARS.issuperset(value)
+            and not _DIGITS.isdisjoint(value) and not (_UPPER | _LOWER).isdisjoint(value))
+
+
+def _is_unquoted_secret(text, match, value, *, version):
+    """A digit or symbol is needed (`token: str` is a type), except env style (`API_KEY=value`) and,
+    since 2, a lower-case word written as a setting (`token: qwertyuiop`, `token=abcdefgh`)."""
     value_start, value_end = match.span("bare")
     if text[value_end:value_end + 1] in ("(", "["):
         return False  # a call or a subscript: code, not a literal
@@ -207,15 +420,25 @@ def _is_unquoted_secret(text, match, value):
         return True
     key_and_separator = text[match.start():value_start]
     key = key_and_separator[:-1].replace("-", "_")
-    return key_and_separator.endswith("=") and key.isupper() and key.isidentifier()
+    if key_and_separator.endswith("=") and key.isupper() and key.isidentifier():
+        return True
+    return version >= 2 and _is_lowercase_setting(text, key_and_separator, value, value_end)
+
+
+def _is_lowercase_setting(text, key_and_separator, value, value_end):
+    separator = key_and_separator.rstrip(" \t")[-1:]
+    if separator not in (":", "=") or key_and_separator.endswith((" = ", "\t=\t", " =\t", "\t= ")):
+        return False  # ` is ` is prose; `token = word` is Python spacing: code
+    if len(value) < 4 or not (value.isascii() and value.isalpha() and value.islower()):
+        return False
+    if value in _CODE_WORDS or any(root in value for root in _KEY_ROOTS):
+        return False
+    return True
 
 
 def _is_placeholder(value):
     """Shorter than 3, `<...>`, `{...}`, `${VAR}`/`$VAR`/`$(cmd)`, None/null/true/false, masks, markers."""
-    if "[REDACTED:" in value:
-        for kind in KINDS:
-            value = value.replace(_marker(kind), "")
-    value = value.strip()
+    value = _without_markers(value).strip()
     if len(value) < 3 or value.lower() in _PLACEHOLDER_WORDS:
         return True
     if (value[0], value[-1]) in (("<", ">"), ("{", "}")) or value.startswith(("${", "$(")):
@@ -223,6 +446,13 @@ def _is_placeholder(value):
     if value[0] == "$" and value[1:].replace("_", "a").isalnum():
         return True
     return not value.strip("*xX.")
+
+
+def _without_markers(value):
+    if "[REDACTED:" in value:
+        for kind in KINDS:
+            value = value.replace(_marker(kind), "")
+    return value
 
 
 def _redact_high_entropy(match, *, structure):

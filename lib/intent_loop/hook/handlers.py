@@ -161,15 +161,28 @@ class HookContext:
         return self._seen().get("change_seq") == state["last_change"]["seq"]
 
 
-def _source(kind, opaque_id, text):
-    """A validated opaque host id is the source identity; else the hash of the REDACTED text."""
+def _source(kind, opaque_id, text, *, redaction=None):
+    """A validated opaque host id is the source identity; else the hash of the REDACTED text
+    (`redaction`: a version of the rules other than the current one, see _former_ids)."""
     from intent_loop.intent.claims import is_opaque_id
-    from intent_loop.redact import has_secret, redact
+    from intent_loop.redact import VERSION, has_secret, redact
 
     if is_opaque_id(opaque_id) and not has_secret(opaque_id):
         return {"kind": kind, "event_id": opaque_id}
+    redacted = redact(text or "", version=redaction or VERSION)
     # surrogatepass: a prompt may hold a lone surrogate (its line is rejected); the hash must not fail
-    return {"kind": kind, "sha256": sha256_hex(redact(text or "").encode("utf-8", "surrogatepass"))}
+    return {"kind": kind, "sha256": sha256_hex(redacted.encode("utf-8", "surrogatepass"))}
+
+
+def _former_ids(request_id_under):
+    """The ids a request had under the previous redaction rules when they differ from today's: a
+    retry that spans an upgrade of the rules finds the request recorded before it (mutate's
+    `former_request_ids`; docs/upgrading.md). Text the pre-filter clears redacts alike, so ordinary
+    prompts pay nothing; only one version back: a retry spans seconds, not two upgrades."""
+    from intent_loop.redact import VERSION
+
+    current, former = request_id_under(VERSION), request_id_under(VERSION - 1)
+    return current, (() if former == current else (former,))
 
 
 def _is_recording(ctx, task):
@@ -212,14 +225,18 @@ def user_prompt_submit(payload, runtime):
     return _run_prompt_commands(payload, runtime, prompt)
 
 
-def _prompt_request_id(ctx, payload, prompt):
+def _prompt_request_ids(ctx, payload, prompt):
     """SHA-256 of event, session hash, turn id and the hash of the redacted prompt: one per prompt,
-    identical for Codex's retries, distinct for several prompts in one turn."""
+    identical for Codex's retries, distinct for several prompts in one turn; then its former ids."""
     from intent_loop.redact import redact
 
     turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
-    prompt_hash = sha256_hex(redact(prompt).encode("utf-8", "surrogatepass"))
-    return "prompt:" + sha256_hex("\0".join(("UserPromptSubmit", ctx.session, turn, prompt_hash)).encode("utf-8"))
+
+    def request_id_under(version):
+        prompt_hash = sha256_hex(redact(prompt, version=version).encode("utf-8", "surrogatepass"))
+        return "prompt:" + sha256_hex("\0".join(("UserPromptSubmit", ctx.session, turn, prompt_hash)).encode("utf-8"))
+
+    return _former_ids(request_id_under)
 
 
 def _observe_prompt(payload, runtime, prompt, *, actor):
@@ -243,7 +260,8 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
                     source=source, char_count=len(prompt), actor=actor)
             return p.drafts
 
-        mutate(ctx.paths, reducer(), request_id=_prompt_request_id(ctx, payload, prompt), operation="observe",
+        request_id, former_ids = _prompt_request_ids(ctx, payload, prompt)
+        mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="observe",
                params={"source": source, "actor": actor}, plan=plan, deadline=deadline, resume=ctx.verified)
 
     answer = {"after_answer": (ctx.paths, record)}
@@ -318,9 +336,10 @@ def _run_prompt_commands(payload, runtime, prompt):
     try:
         ctx = HookContext(payload, runtime)
         source_ref = _source("user_event", payload.get("turn_id"), prompt)
+        request_id, former_ids = _prompt_request_ids(ctx, payload, prompt)
         receipt = apply_commands.run_commands(
             ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
-            request_id=_prompt_request_id(ctx, payload, prompt), deadline=ctx.deadline,
+            request_id=request_id, former_request_ids=former_ids, deadline=ctx.deadline,
             workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified,
             cwd=ctx.cwd)
         # the state the commands produced, from their own transaction; reread only when nothing was
@@ -421,10 +440,16 @@ def stop(payload, runtime):
         from intent_loop.storage.transaction import Planned, Transaction, mutate
 
         message = payload.get("last_assistant_message")
-        source = _source("agent_turn", payload.get("turn_id"), message if isinstance(message, str) else "")
+        text = message if isinstance(message, str) else ""
+        source = _source("agent_turn", payload.get("turn_id"), text)
         turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
-        request_id = "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn,
-                                                      source.get("event_id") or source["sha256"])).encode())
+
+        def request_id_under(version):
+            source_then = _source("agent_turn", payload.get("turn_id"), text, redaction=version)
+            identity = source_then.get("event_id") or source_then["sha256"]
+            return "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, identity)).encode())
+
+        request_id, former_ids = _former_ids(request_id_under)
 
         def plan(state):
             if not _is_still_recording(ctx, state, task_id):
@@ -439,7 +464,7 @@ def stop(payload, runtime):
             if mutation.detail is not None:
                 apply_commands.apply_quietly(mutation.detail, env=ctx.env)
 
-        mutation = mutate(ctx.paths, reducer(), request_id=request_id, operation="stop",
+        mutation = mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="stop",
                           params={"source": source}, plan=plan, deadline=deadline,
                           after_commit=after_commit, resume=ctx.verified)
         if mutation.replayed:  # a retried Stop still makes sure the file is current

@@ -278,13 +278,14 @@ class _Runner:
 
 
 def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
-                 publish=True, observation=None, resume=None, now=time.time, cwd=None):
+                 publish=True, observation=None, resume=None, former_request_ids=(), now=time.time, cwd=None):
     """Run parsed commands (Rejections included) as one mutation; returns a Receipt.
 
     With `observation` ({"char_count": n}) the same mutation also records the hash-only
     `source_observed` when the session ends up linked to a task that is recording.
     `resume`: the caller's lock-free Verified read, continued by the transaction (see ledger).
     `cwd`: the hook payload's cwd as given, where Guard resolves EFG_CONTRACT_PATH from (provider).
+    `former_request_ids`: see storage.transaction.mutate.
     """
     receipt = Receipt()
     runnable = []
@@ -322,8 +323,8 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
     def on_replay(tx, _mutation):  # a retry finishes what a crash after the events left undone
         private_mode.repair_after_retry(paths, session_hash, tx.state)
 
-    mutation = mutate(paths, REDUCER, request_id=request_id, operation="commands",
-                      params={"session": session_hash, "commands": normalized(runnable)},
+    mutation = mutate(paths, REDUCER, request_id=request_id, former_request_ids=former_request_ids,
+                      operation="commands", params={"session": session_hash, "commands": normalized(runnable)},
                       plan=plan, deadline=deadline, after_commit=after_commit, resume=resume, on_replay=on_replay)
     if mutation.replayed:
         receipt.replayed = True

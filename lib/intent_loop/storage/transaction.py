@@ -320,7 +320,7 @@ class Mutation:
 
 
 def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None,
-           on_replay=None):
+           on_replay=None, former_request_ids=()):
     """One locked, idempotent mutation; returns a Mutation.
 
     `plan(state)` decides the events from the verified state: a list of Drafts, or Planned(drafts,
@@ -330,18 +330,22 @@ def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, aft
     still held (the Guard file is written there); its return value is `mutation.committed`.
     `resume` is a lock-free read's Verified to continue from (see Transaction). `on_replay(tx,
     mutation)` runs under the lock for an exact retry, which appends nothing and runs no plan.
+    `former_request_ids` are the ids the same request had under earlier redaction rules (a hook
+    retried across an upgrade): one already recorded makes this a retry too. Its fingerprint is not
+    compared, being made of parameters redacted by the earlier rules.
     """
     check_request_id(request_id)
     fingerprint = request_fingerprint(operation, params)
     with Transaction(paths, reducer, deadline=deadline, resume=resume) as tx:
         stored = tx.find_request(request_id)
-        if stored:
-            if stored[0]["payload"].get("request_fingerprint") != fingerprint:
+        former = next(filter(None, map(tx.find_request, former_request_ids)), None) if not stored else None
+        if stored or former:
+            if stored and stored[0]["payload"].get("request_fingerprint") != fingerprint:
                 raise IntentLoopError(
                     ErrorCode.REQUEST_ID_REUSED,
                     f"request id {request_id!r} was already used for a different operation; use a new id",
                 )
-            replay = Mutation(stored, replayed=True)
+            replay = Mutation(stored or former, replayed=True)
             if on_replay is not None:  # still under the lock: a retry may finish side effects (see callers)
                 on_replay(tx, replay)
             return replay
