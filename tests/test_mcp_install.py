@@ -84,6 +84,18 @@ def test_a_table_running_another_command_is_left_alone_with_a_warning(tmp_path):
         assert change.warning["code"] == "MCP_SERVER_FOREIGN"
 
 
+def test_a_command_with_an_unclosed_quote_is_foreign_not_a_crash(tmp_path):
+    """shlex.split raised ValueError on it: install --apply and doctor exited INTERNAL_ERROR."""
+    from intent_loop.cli import plugin_state
+
+    text = '[mcp_servers.intent_loop]\ncommand = "/opt/it\'s/intent-loop-mcp --x"\n'
+    (tmp_path / "config.toml").write_text(text)
+    change = mcp_config.plan(str(tmp_path), install=True, binary="/d/intent-loop-mcp", python="/p")
+    assert change.new_bytes is None and change.warning["code"] == "MCP_SERVER_FOREIGN"
+    config = plugin_state.read_config(str(tmp_path))
+    assert plugin_state.user_install(str(tmp_path), config)["mcp_server"] is False
+
+
 @pytest.mark.parametrize("text", [
     'mcp_servers = { intent_loop = { command = "/x/intent-loop-mcp" } }\n',
     '[mcp_servers]\nintent_loop.command = "/x/intent-loop-mcp"\n',

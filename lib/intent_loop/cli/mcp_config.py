@@ -75,7 +75,10 @@ def is_our_table(table):
     command = table.get("command") if isinstance(table, dict) else None
     if not isinstance(command, str):
         return False
-    words = shlex.split(command) if " " in command.strip() else [command]
+    try:
+        words = shlex.split(command) if " " in command.strip() else [command]
+    except ValueError:  # an unclosed quote: not a command line we wrote (install/doctor must not crash on it)
+        return False
     return bool(words) and os.path.basename(words[-1]) == MCP_BINARY
 
 
