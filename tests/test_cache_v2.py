@@ -399,6 +399,28 @@ def test_the_encoding_proof_holds_for_a_true_cache_and_never_for_an_edited_one(p
     assert not cache_upkeep.same_state(checkpoint.load(project, REDUCER), fresh, REDUCER)
 
 
+@pytest.mark.parametrize("data", [[], 0, False, "", {}], ids=["list", "zero", "false", "empty-string", "empty-dict"])
+def test_the_encoding_proof_does_not_take_a_listed_shard_with_no_task_for_an_absent_one(project, workspace, data):
+    """A task shard the cache lists but a save of the fold would not write (a hand edit adding
+    `t-<id>` to `recent` with data [], 0, {}...) is not proven equal: same_encoding compared
+    `read(name) or {}` with `{}` and said True where the strict comparison sees an untrusted shard."""
+    from intent_loop.intent import state_cache
+    from intent_loop.storage import cache_upkeep
+
+    seeded(project, workspace)
+    with open(project.ledger, "rb") as fh:
+        fresh = ledger.fold_lines(fh.read(), ledger.empty_verified(REDUCER), REDUCER, project_id=project.project_id)
+    root = read_doc(root_path(project))
+    name = "t-0000ghost"
+    write_doc(cache_store.shard_path(project, name, 0),
+              {"gen": root["gen"], "name": name, "count": root["verified"]["count"], "data": data})
+    root["recent"][name] = root["verified"]["count"] * 2
+    write_doc(root_path(project), root)
+    cached = checkpoint.load(project, REDUCER)
+    assert not state_cache.same_encoding(cached.verified.state, fresh.state)
+    assert not cache_upkeep.same_state(checkpoint.load(project, REDUCER), fresh, REDUCER)
+
+
 def test_a_plan_copies_lazily_and_never_changes_the_cached_state(project, workspace):
     task_id = seeded(project, workspace)
     state = ledger.load_verified(project, REDUCER).state
