@@ -225,6 +225,35 @@ def test_an_edited_table_in_the_root_never_changes_what_a_reader_sees(project, w
         ledger.verify_all(project, REDUCER).state["tasks"])
 
 
+def _contract_versions(project):
+    with open(project.ledger, "rb") as fh:
+        events = [json.loads(line) for line in fh]
+    return [(e["payload"]["contract_version"], e["payload"]["snapshot_sha256"]) for e in events
+            if e["event_type"] == "contract_published"]
+
+
+@pytest.mark.parametrize("guard_file", ["kept", "removed"])
+def test_a_published_pointer_moved_back_never_reissues_a_version(project, workspace, guard_file):
+    """The task's `published` pointer moved to its own earlier publication (a verified line of the
+    right task and type, so every pointer check passes): the next change published v2 again with
+    other content, which Guard may already have seen as v2."""
+    task_id = seeded(project, workspace)  # publishes v1, then v2
+    assert [v for v, _ in _contract_versions(project)] == [1, 2]
+    offset, ref = 0, None
+    with open(project.ledger, "rb") as fh:
+        for line in fh:
+            event = json.loads(line)
+            if event["event_type"] == "contract_published" and event["payload"]["contract_version"] == 1:
+                ref = [offset, len(line) - 1, event["event_id"]]
+            offset += len(line)
+    edit_shard(project, "t-" + task_id, lambda d: d.__setitem__("published", ref))
+    if guard_file == "removed":
+        os.unlink(provider.guard_file(workspace, {}, project_root=workspace)[0])
+    run(project, workspace, "intent: must a third rule")
+    versions = _contract_versions(project)
+    assert [v for v, _ in versions] == [1, 2, 3] and len({d for _, d in versions}) == 3
+
+
 # -- shards the root does not vouch for ----------------------------------------------------------
 def test_a_stale_shard_is_detected(project, workspace):
     task_id = seeded(project, workspace)

@@ -202,10 +202,14 @@ def next_version(state, task_id, digest, current):
     """(version, is_new) of the task's publication of `digest`: a new one goes above the task's
     last publication, a recovery's floor and a file of ours at an unrecorded version (Guard may
     have seen either), so no (ref, version) ever comes back with other content."""
-    published = state["tasks"][task_id].get("published")
-    floor = max(published["version"] if published else 0, version_floor(state, task_id))
-    if current["kind"] == "unrecorded" and current["task_id"] == task_id:
-        floor = max(floor, current["version"])
+    task = state["tasks"][task_id]
+    published = task.get("published")
+    # every version the task recorded, not only the one `published` names: in a cache-backed state
+    # that pointer is lifecycle a hand edit can move back to an older (still verified) publication
+    recorded = max((int(v) for v in task.get("publications", {}) if v.isascii() and v.isdigit()), default=0)
+    floor = max(published["version"] if published else 0, recorded, version_floor(state, task_id))
+    if current["kind"] in ("ours", "unrecorded") and current["task_id"] == task_id:
+        floor = max(floor, current["version"])  # Guard may have seen it: never reissued with other content
     if published and published["sha256"] == digest and published["version"] >= floor:
         return published["version"], False
     return floor + 1, True
