@@ -128,6 +128,9 @@ FORGERIES = {
     "claim-under-another-id": lambda d: _claims(d).update({"0" * 8 + "-0000-4000-8000-" + "0" * 12:
                                                           _claims(d)[_first_claim_id(d)]}),
     "payload-path-changed": lambda d: _claims(d)[_first_claim_id(d)][3].__setitem__(slice(3, None), ["claims", 0]),
+    # claim_events become the Guard document's source_message_refs and its contract_published payload
+    "claim-events-text": lambda d: d["claim_events"].append(FORGED),
+    "publication-key-text": lambda d: d["publications"].update({FORGED: "0" * 64}),
 }
 
 
@@ -150,6 +153,18 @@ def test_a_forged_task_shard_never_reaches_the_view_or_guard(project, workspace,
     run(project, workspace, "intent: must also this")
     assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
     assert seen_now(project, workspace) == truth(project, workspace)
+
+
+def test_words_forged_into_claim_events_reach_neither_guard_nor_the_ledger(project, workspace):
+    """claim_events was checked only to be a list: a string added there was published in the Guard
+    file's source_message_refs and recorded in the contract_published event."""
+    task_id = seeded(project, workspace)
+    edit_shard(project, "t-" + task_id, lambda d: d["claim_events"].append(FORGED))
+    run(project, workspace, "intent: must a third rule")
+    with open(provider.guard_file(workspace, {}, project_root=workspace)[0], encoding="utf-8") as fh:
+        assert FORGED not in fh.read()
+    with open(project.ledger, encoding="utf-8") as fh:
+        assert FORGED not in fh.read()
 
 
 def test_a_forged_durable_pointer_in_the_root_falls_back_to_the_task(project, workspace):

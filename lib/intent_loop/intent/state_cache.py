@@ -18,7 +18,7 @@ root's checkpoint, what was not loaded yet is taken from that fold, and the next
 every shard.
 """
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.intent.state import label_source
+from intent_loop.intent.state import MAX_CLAIM_EVENT_REFS, label_source
 from intent_loop.storage.cache_store import LazyMap, Untrusted
 from intent_loop.storage.canonical import dumps, loads, sha256_hex
 
@@ -189,6 +189,16 @@ def _is_count(value):
     return type(value) is int and value >= 0
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_uuid(value):
+    """An event id as the ledger's envelope check requires it (storage.ledger.is_uuid, not imported
+    on the hook path for this alone)."""
+    return (isinstance(value, str) and len(value) == 36 and [len(p) for p in value.split("-")] == [8, 4, 4, 4, 12]
+            and _HEX.issuperset(value.replace("-", "")))
+
+
 def _is_ref(ref, size=3):
     return (isinstance(ref, list) and len(ref) >= size and _is_count(ref[0]) and _is_count(ref[1])
             and isinstance(ref[2], str))
@@ -251,8 +261,14 @@ class _Source:
 
     def _task(self, task_id, enc):
         claims = enc["claims"]
+        # claim_events go into the Guard document (source_message_refs) and its contract_published
+        # event: only event ids, never a string the cache made up (the ledger requires UUIDs)
         _check(enc["mode"] in MODES and isinstance(claims, dict) and isinstance(enc["claim_events"], list)
-               and isinstance(enc["observations"], dict) and isinstance(enc["publications"], dict)
+               and len(enc["claim_events"]) <= MAX_CLAIM_EVENT_REFS and all(map(_is_uuid, enc["claim_events"]))
+               and isinstance(enc["observations"], dict) and all(map(_is_count, enc["observations"].values()))
+               and isinstance(enc["publications"], dict)
+               and all(isinstance(k, str) and k.isascii() and k.isdigit() and isinstance(v, str)
+                       for k, v in enc["publications"].items())
                and all(isinstance(enc[k], str) for k in ("created_at", "changed_at"))
                and all(_is_count(enc[k]) for k in ("changed_seq", "last_seq")))
         refs = [r for r in (enc["label"], enc["published"]) if r is not None]
