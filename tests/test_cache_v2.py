@@ -131,6 +131,7 @@ FORGERIES = {
     # claim_events become the Guard document's source_message_refs and its contract_published payload
     "claim-events-text": lambda d: d["claim_events"].append(FORGED),
     "publication-key-text": lambda d: d["publications"].update({FORGED: "0" * 64}),
+    "changed-at-text": lambda d: d.update(changed_at=FORGED),  # show --json and graph export print it
 }
 
 

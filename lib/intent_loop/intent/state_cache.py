@@ -199,6 +199,14 @@ def _is_uuid(value):
             and _HEX.issuperset(value.replace("-", "")))
 
 
+_TIMESTAMP_CHARS = frozenset("0123456789-:.TZ")
+
+
+def _is_timestamp(value):
+    """The shape format_utc writes: `show --json` and graph export print these two, so no words."""
+    return isinstance(value, str) and 20 <= len(value) <= 40 and _TIMESTAMP_CHARS.issuperset(value)
+
+
 def _is_ref(ref, size=3):
     return (isinstance(ref, list) and len(ref) >= size and _is_count(ref[0]) and _is_count(ref[1])
             and isinstance(ref[2], str))
@@ -269,7 +277,7 @@ class _Source:
                and isinstance(enc["publications"], dict)
                and all(isinstance(k, str) and k.isascii() and k.isdigit() and isinstance(v, str)
                        for k, v in enc["publications"].items())
-               and all(isinstance(enc[k], str) for k in ("created_at", "changed_at"))
+               and all(_is_timestamp(enc[k]) for k in ("created_at", "changed_at"))
                and all(_is_count(enc[k]) for k in ("changed_seq", "last_seq")))
         refs = [r for r in (enc["label"], enc["published"]) if r is not None]
         for value in claims.values():
