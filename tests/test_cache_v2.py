@@ -168,6 +168,18 @@ def test_words_forged_into_claim_events_reach_neither_guard_nor_the_ledger(proje
         assert FORGED not in fh.read()
 
 
+def test_a_session_link_forged_to_words_is_not_believed(project, workspace):
+    """A session bucket's value was checked only to be a string: the next prompt's claim was
+    rejected TASK_NOT_FOUND with the cache's words in its message ("no task <words> ...")."""
+    from intent_loop.intent.state_cache import _session_shard
+
+    task_id = seeded(project, workspace)
+    edit_shard(project, _session_shard(SESSION), lambda d: d.update({SESSION: FORGED}))
+    receipt = run(project, workspace, "intent: must a third rule")
+    assert receipt.rejected == [] and FORGED not in json.dumps(receipt.lines)
+    assert ledger.verify_all(project, REDUCER).state["sessions"][SESSION] == task_id
+
+
 def test_a_forged_durable_pointer_in_the_root_falls_back_to_the_task(project, workspace):
     run(project, workspace, "intent: goal first task\nintent: always use tabs")
     run(project, workspace, "intent: new\nintent: goal second task")

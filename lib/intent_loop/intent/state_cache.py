@@ -261,7 +261,8 @@ class _Source:
         if name.startswith("t-"):
             return {name[2:]: self._task(name[2:], data)}
         if name.startswith("s-"):
-            _check(all(isinstance(v, str) and _session_shard(k) == name for k, v in data.items()))
+            # a link is a task id (a UUID): any other string would be echoed as "no task <it>"
+            _check(all(_is_uuid(v) and _session_shard(k) == name for k, v in data.items()))
             return data
         _check(all(isinstance(v, list) and _signal_shard(k) == name and all(isinstance(t, str) for t in v)
                    for k, v in data.items()))
