@@ -180,6 +180,21 @@ def test_a_session_link_forged_to_words_is_not_believed(project, workspace):
     assert ledger.verify_all(project, REDUCER).state["sessions"][SESSION] == task_id
 
 
+def test_a_durable_index_naming_a_claim_its_shard_lacks_does_not_fail_the_append(project, workspace):
+    """The save after the append raised KeyError (_encode_durable), after the events were written
+    (through the hook binary: tests/test_review_cache.py)."""
+    seeded(project, workspace)
+    other = session_hash("other")
+    run(project, workspace, "intent: new\nintent: goal other\nintent: always use tabs", session=other)
+    (claim_id, owner), = ledger.verify_all(project, REDUCER).state["durable"].items()
+    edit_shard(project, "t-" + owner, lambda d: d["claims"].pop(claim_id))
+    assert run(project, workspace, "intent: must a new rule").rejected == []
+    assert run(project, workspace, "intent: must another rule", session=other).rejected == []
+    fresh = ledger.verify_all(project, REDUCER, leave_checkpoint=True)  # what verify and the scrub leave
+    assert fresh.state["durable"] == {claim_id: owner}
+    assert checkpoint.matches(project, REDUCER, fresh)
+
+
 def test_a_forged_durable_pointer_in_the_root_falls_back_to_the_task(project, workspace):
     run(project, workspace, "intent: goal first task\nintent: always use tabs")
     run(project, workspace, "intent: new\nintent: goal second task")

@@ -102,8 +102,12 @@ def _encode_durable(state, source):
         if source is not None and not source.recovered and not tasks.is_loaded(task_id):
             out[claim_id] = source.root["durable"][claim_id]
             continue
-        record = tasks[task_id]["claims"][claim_id]
-        if record.get("at") is None:
+        # .get, not [...]: an index naming a claim its task's shard lacks (a hand edit) raised
+        # KeyError here, in the save after an append, so the append's Guard write never ran; a
+        # state that disagrees with itself is just not saved (the scrub's full rebuild fixes it)
+        task = tasks.get(task_id)
+        record = None if task is None else task["claims"].get(claim_id)
+        if record is None or record.get("at") is None:
             raise _not_cacheable()
         out[claim_id] = [task_id, record["seq"], record["at"]]
     return out
