@@ -531,6 +531,23 @@ def test_the_encoding_proof_does_not_take_a_listed_shard_with_no_task_for_an_abs
     assert not cache_upkeep.same_state(checkpoint.load(project, REDUCER), fresh, REDUCER)
 
 
+@pytest.mark.parametrize("field,change", [("count", lambda v: v + 5), ("last_line_start", lambda v: v - 1)])
+def test_verify_names_a_checkpoint_field_edited_by_hand(project, workspace, field, change):
+    """verify/scrub compared only the checkpoint's size and last hash: an edited event count passed
+    as OK, and with it any later recovery from that cache failed LEDGER_CHAIN_BROKEN."""
+    from intent_loop.errors import ErrorCode
+    from intent_loop.storage import cache_upkeep
+
+    seeded(project, workspace)
+    root = read_doc(root_path(project))
+    root["verified"][field] = change(root["verified"][field])
+    write_doc(root_path(project), root)
+    reports = []
+    cache_upkeep.verify_everything(project, REDUCER, leave_checkpoint=True, report=reports.append)
+    assert [r.code for r in reports] == [ErrorCode.CACHE_MISMATCH]
+    assert checkpoint.load(project, REDUCER).verified.count == ledger.verify_all(project, REDUCER).count
+
+
 def test_a_plan_copies_lazily_and_never_changes_the_cached_state(project, workspace):
     task_id = seeded(project, workspace)
     state = ledger.load_verified(project, REDUCER).state
