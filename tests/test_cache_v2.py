@@ -634,3 +634,27 @@ def test_the_after_answer_rebuild_writes_pointers_a_read_believes(project, works
     state = ledger.load_verified(project, REDUCER).state
     assert session_context(state, project, SESSION)[1] == truth(project, workspace)[0]
     assert not state["tasks"]._source.recovered
+
+
+def test_verify_leaves_a_proven_cache_in_place_and_rebuilds_an_edited_one(project, workspace):
+    """`verify` (verify_everything with a report) rewrites no cache file when the cache is proven to
+    hold the whole ledger already, and still rebuilds one that differs."""
+    from intent_loop.storage import cache_upkeep
+
+    task_id = seeded(project, workspace)
+    ledger.verify_all(project, REDUCER)  # any checkpoint; the next mutation saves on top of it
+    run(project, workspace, "intent: must one more rule")
+    before = {n: os.stat(os.path.join(project.cache_dir, n)).st_ino for n in os.listdir(project.cache_dir)}
+    found = []
+    cache_upkeep.verify_everything(project, REDUCER, leave_checkpoint=True, report=found.append)
+    after = {n: os.stat(os.path.join(project.cache_dir, n)).st_ino for n in os.listdir(project.cache_dir)}
+    assert not found
+    assert {n: i for n, i in after.items() if n.startswith(cache_store.SHARD_PREFIX)} == {
+        n: i for n, i in before.items() if n.startswith(cache_store.SHARD_PREFIX)}
+
+    edit_shard(project, "t-" + task_id, lambda d: _claims(d)[_first_claim_id(d)].__setitem__(0, "invalidated"))
+    cache_upkeep.verify_everything(project, REDUCER, leave_checkpoint=True, report=found.append)
+    assert [f.code for f in found] == ["CACHE_MISMATCH"]
+    found.clear()
+    cache_upkeep.verify_everything(project, REDUCER, leave_checkpoint=True, report=found.append)
+    assert not found  # rebuilt: the next verify finds it true
