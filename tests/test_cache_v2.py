@@ -311,13 +311,6 @@ def _unlist_task(project, task_id):
     write_doc(root_path(project), root)
 
 
-UNLISTED_VIA_GET = pytest.mark.xfail(strict=True, reason=(
-    "review: LazyMap.get (hooks, Plan.task, Overlay) answers None for a task the session links to "
-    "but the cache does not list; only __getitem__ folds the ledger (bf38e16). Open: the fix needs "
-    "a choice (a get that folds would also fold for every new task id a plan checks)"))
-
-
-@UNLISTED_VIA_GET
 def test_a_linked_task_the_cache_does_not_list_is_still_shown(project, workspace):
     task_id = seeded(project, workspace)
     expected = session_context(ledger.verify_all(project, REDUCER).state, project, SESSION)
@@ -327,7 +320,6 @@ def test_a_linked_task_the_cache_does_not_list_is_still_shown(project, workspace
     assert session_context(state, project, SESSION) == expected  # was (None, None): no context at all
 
 
-@UNLISTED_VIA_GET
 def test_a_claim_for_a_linked_task_the_cache_does_not_list_is_recorded(project, workspace):
     task_id = seeded(project, workspace)
     _unlist_task(project, task_id)

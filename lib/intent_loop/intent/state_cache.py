@@ -238,6 +238,16 @@ class _Source:
             self._recover(lazy, name)
             return {}
 
+    def names_key(self, lazy, key):
+        """Does the part of the state already read name task `key`? (a loaded session link, the
+        last change or an owner in the durable index; what is not loaded yet is not read for it)"""
+        if lazy is not self.maps.get("tasks"):
+            return False
+        sessions = self.maps.get("sessions")
+        return (self.root["last_change"].get("task_id") == key
+                or any(entry and entry[0] == key for entry in self.root["durable"].values())
+                or (sessions is not None and key in sessions._items.values()))
+
     def missing(self, lazy):
         """A task asked for by key that the cache does not list: fold the ledger (strict: report it)."""
         if self.strict:

@@ -208,6 +208,9 @@ class Store:
             fast_os.close(fd)
 
 
+_NONE = object()
+
+
 class LazyMap:
     """A mapping whose items are loaded shard by shard on first access, remembering changed shards.
 
@@ -306,34 +309,35 @@ class LazyMap:
             return ik not in self._known
         return self._per_key and type(ik) is not str
 
-    def __getitem__(self, key):
-        ik = self._k(key)
+    def _find(self, ik, *, asked):
+        """The item or _NONE. A per-key map asked for a key it does not list folds the ledger
+        (`source.missing`) when the key is one the rest of the state names (`source.names_key`: a
+        session link, the last change, the durable index) or the caller indexes it (`asked`):
+        then the cache disagrees with itself, and the ledger decides. A key nothing names (a new
+        task id a plan checks) costs no fold."""
         if not self._absent(ik):
             self._ensure(ik)
             if ik in self._items:
                 return self._items[ik]
-        if self._per_key and type(ik) is str and not self._complete:
-            # A task the rest of the state names (a session link, the last change) that the cache
-            # does not list: the cache disagrees with itself, so ask the ledger (`source.missing`
-            # folds it and fills every map) instead of failing the caller.
+        if (self._per_key and type(ik) is str and not self._complete and ik not in self._deleted
+                and (asked or self._source.names_key(self, ik))):
             self._source.missing(self)
             if ik in self._items:
                 return self._items[ik]
-        raise KeyError(key)
+        return _NONE
+
+    def __getitem__(self, key):
+        item = self._find(self._k(key), asked=True)
+        if item is _NONE:
+            raise KeyError(key)
+        return item
 
     def get(self, key, default=None):
-        ik = self._k(key)
-        if self._absent(ik):
-            return default
-        self._ensure(ik)
-        return self._items.get(ik, default)
+        item = self._find(self._k(key), asked=False)
+        return default if item is _NONE else item
 
     def __contains__(self, key):
-        ik = self._k(key)
-        if self._known is not None or self._absent(ik):
-            return not self._absent(ik)
-        self._ensure(ik)
-        return ik in self._items
+        return self._find(self._k(key), asked=False) is not _NONE
 
     def _added(self, ik):
         self._deleted.discard(ik)
