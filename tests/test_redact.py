@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from intent_loop import redact as redact_module
@@ -534,12 +534,16 @@ def test_prefilter_never_clears_a_text_the_patterns_would_change(text):
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(TOKEN_SECRETS), st.lists(st.sampled_from(WORDS + PUNCTUATION), max_size=6).map("".join),
        st.sampled_from([" ", "\n", " - ", "; ", "\t"]))
+@example(AGE[0], "AGE-SECRET-KEY-1", " ")  # found in CI: the context holds the key's own prefix
 def test_markers_hold_no_part_of_the_secret(secret, context, gap):
     redacted = redact(f"{context}{gap}{secret}{gap}{context}")
     assert secret not in redacted
     assert set(MARKER.findall(redacted)) <= set(KINDS)
     without_markers = MARKER.sub("", redacted)
-    assert not any(secret[i:i + 12] in without_markers for i in range(len(secret) - 11))
+    # a piece the context itself holds (the words "AGE-SECRET-KEY-1" around an age key) is the
+    # surrounding text, not a leak
+    pieces = (secret[i:i + 12] for i in range(len(secret) - 11))
+    assert not any(piece in without_markers and piece not in context for piece in pieces)
 
 
 # False positives and speed ----------------------------------------------------------------------
