@@ -66,14 +66,9 @@ def _invalid(path, why):
 
 def load_config(path):
     """(config dict or None when missing, raw bytes or None). Raises HOOKS_CONFIG_INVALID."""
-    from intent_loop.storage.paths import read_through_links
+    from intent_loop.storage.paths import read_others_config
 
-    try:
-        raw = read_through_links(path, CONFIG_READ_CAP)  # a link is read through; never a FIFO or /dev/zero
-    except OSError as exc:
-        raise _invalid(path, f"cannot be read ({exc.strerror})") from exc
-    except IntentLoopError as exc:
-        raise _invalid(path, f"cannot be read ({exc.message.split('; inspect')[0]})") from None
+    raw = read_others_config(path, CONFIG_READ_CAP, _invalid)  # a link is read through; never a FIFO or /dev/zero
     if raw is None:
         return None, None
     try:

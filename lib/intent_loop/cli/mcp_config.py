@@ -55,14 +55,9 @@ def read(path):
     """(raw text or None when missing, parsed dict). CODEX_CONFIG_INVALID for what tomllib refuses."""
     import tomllib
 
-    from intent_loop.storage.paths import read_through_links
+    from intent_loop.storage.paths import read_others_config
 
-    try:
-        raw = read_through_links(path, CONFIG_READ_CAP)  # a link is read through; never a FIFO or /dev/zero
-    except OSError as exc:
-        raise _invalid(path, f"cannot be read ({exc.strerror})") from exc
-    except IntentLoopError as exc:
-        raise _invalid(path, f"cannot be read ({exc.message.split('; inspect')[0]})") from None
+    raw = read_others_config(path, CONFIG_READ_CAP, _invalid)  # a link is read through; never a FIFO or /dev/zero
     if raw is None:
         return None, {}
     try:

@@ -179,6 +179,19 @@ def open_regular(path, flags=None, mode=0o600):
     return fd, st
 
 
+def _read_at_most(fd, limit):
+    """Up to `limit` bytes from `fd`, whatever the file claims its size is (a file that grows, or
+    one with no size such as /dev/zero, stops there)."""
+    chunks, size = [], 0
+    while size < limit:
+        chunk = fast_os.read(fd, limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def read_capped(path, cap):
     """The bytes of a regular file of ours, or None when it is missing or larger than `cap`
     (a derived file that big is not ours to believe); UNSAFE_PATH for links and special files."""
@@ -189,14 +202,8 @@ def read_capped(path, cap):
     try:
         if st.st_size > cap:
             return None
-        chunks, size = [], 0
-        while size <= cap:
-            chunk = fast_os.read(fd, cap + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks) if size <= cap else None
+        data = _read_at_most(fd, cap + 1)
+        return data if len(data) <= cap else None
     finally:
         fast_os.close(fd)
 
@@ -214,18 +221,23 @@ def read_through_links(path, cap):
         st = fast_os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise unsafe(path, "it is not a regular file (a FIFO, device or directory)")
-        chunks, size = [], 0
-        while size <= cap:
-            chunk = fast_os.read(fd, cap + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > cap:
+        data = _read_at_most(fd, cap + 1)
+        if len(data) > cap:
             raise unsafe(path, f"it is larger than {cap} bytes")
-        return b"".join(chunks)
+        return data
     finally:
         fast_os.close(fd)
+
+
+def read_others_config(path, cap, invalid):
+    """`read_through_links` for a configuration file another program owns (Codex's hooks.json and
+    config.toml): every refusal becomes `invalid(path, why)`, the caller's own error code."""
+    try:
+        return read_through_links(path, cap)
+    except OSError as exc:
+        raise invalid(path, f"cannot be read ({exc.strerror})") from exc
+    except IntentLoopError as exc:
+        raise invalid(path, f"cannot be read ({exc.message.split('; inspect')[0]})") from None
 
 
 def remove_derived(path):
