@@ -11,6 +11,7 @@ import time
 import pytest
 from test_redact import AGE, BASIC_SHORT, DATADOG, GCP_KEY_ID, HEROKU, ISSUE_14_LEAKS, SENDGRID, SHOPIFY
 
+from helpers import mcp_client
 from helpers.mcp_client import McpServer, codex_meta
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
@@ -31,19 +32,8 @@ pytestmark = pytest.mark.skipif(
 FORBIDDEN = sorted({leaked for _text, leaked in ISSUE_14_LEAKS} | {"tr0ub4dor", SENDGRID})
 
 
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
-
-
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return str(path)
+env = mcp_client.env  # the shared fixtures, by the names the tests ask for
+ws = mcp_client.ws
 
 
 def run_hook(event, env, ws, **fields):
