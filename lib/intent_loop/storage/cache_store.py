@@ -337,7 +337,10 @@ class LazyMap:
         return default if item is _NONE else item
 
     def __contains__(self, key):
-        return self._find(self._k(key), asked=False) is not _NONE
+        ik = self._k(key)
+        if self._known is not None and ik in self._known:  # listed: no shard needs reading to say so
+            return True
+        return self._find(ik, asked=False) is not _NONE
 
     def _added(self, ik):
         self._deleted.discard(ik)
