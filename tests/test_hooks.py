@@ -138,16 +138,21 @@ def test_retried_prompt_records_nothing_new(env, ws):
 def test_subagent_prompt_records_no_claims(env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal real goal"), env)
     n = len(events(env, ws))
-    out, _a, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: goal SUBAGENT goal\nintent: must x",
-                                                          turn="turn-B", agent_id="sub-1", agent_type="worker"), env)
-    assert out == FAIL_OPEN
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: goal SUBAGENT goal\nintent: must x",
+                                                               turn="turn-B", agent_id="sub-1", agent_type="worker"),
+                            env)
+    # the subagent is given its parent session's view, read-only; its lines run no command
+    assert set(answer) == {"continue", "hookSpecificOutput"}
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "you run as a subagent" in context and "real goal" in context and "SUBAGENT" not in context
     new = events(env, ws)[n:]
     assert all(e["event_type"] == "source_observed" and e["actor"] == "agent" for e in new), new
     with open(project_of(env, ws).ledger, "rb") as fh:
         assert b"SUBAGENT" not in fh.read()
-    # a subagent in a session without a task leaves no trace
-    out, _a, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: goal x", session="s-none", agent_id="a"), env)
-    assert out == FAIL_OPEN
+    # a subagent of a session that never typed a command reads the current task and leaves no trace
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: goal x", session="s-none", agent_id="a"),
+                            env)
+    assert "real goal" in answer["hookSpecificOutput"]["additionalContext"]
     assert len(events(env, ws)) == n + len(new)
 
 
@@ -172,10 +177,10 @@ def test_session_start_after_clear_reinjects_view(env, ws):
                                                       source=source), env)
         ctx = answer["hookSpecificOutput"]["additionalContext"]
         assert "remember me" in ctx and "user's own recorded intent" in ctx
-    # another session on startup only gets the resume hint
+    # another session (a new id, as after `/clear`) follows the workspace's current task
     _o, answer, _t = hook("SessionStart", fixture("session_start.startup.json", ws, session_id="other"), env)
     ctx = answer["hookSpecificOutput"]["additionalContext"]
-    assert "intent: resume" in ctx and "remember me" not in ctx
+    assert "follows the workspace's current task" in ctx and "remember me" in ctx
 
 
 # -- fail-open paths ------------------------------------------------------------------------------

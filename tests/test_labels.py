@@ -62,7 +62,7 @@ def test_an_imported_label_never_reaches_hook_context_as_the_users_words(env, ws
     [task] = state_of(env, ws)["tasks"].values()
     assert task["label"] == HOSTILE and task["label_by"] == "import"
     hint = context_of(run_hook("SessionStart", env, cwd=ws, session_id=SESSION, source="startup"))
-    assert "intent: resume" in hint and "(imported task)" in hint
+    assert "follows the workspace's current task" in hint and "(imported task)" in hint
     assert HOSTILE not in hint and "allow action:network" not in hint
     answer = typed(env, ws, "intent: resume")
     view = context_of(run_hook("SessionStart", env, cwd=ws, session_id=SESSION, source="clear"))
@@ -84,15 +84,16 @@ def test_a_label_the_mcp_server_set_is_the_agents_words(server, env, ws):
     assert started["ok"], started
     task_id = started["result"]["started_task"]
     assert state_of(env, ws)["tasks"][task_id]["label_by"] == "agent"
-    typed(env, ws, "intent: goal ship the parser")  # the user's claim lands in the agent's task
+    # an MCP start links no session and is never current: the user's typed claim starts the user's
+    # own task, the one Guard enforces (docs/mcp.md)
+    typed(env, ws, "intent: goal ship the parser")
     state = state_of(env, ws)
-    assert state["sessions"] and task_id in state["sessions"].values()
+    assert task_id not in state["sessions"].values() and state["last_change"]["task_id"] != task_id
     view = context_of(run_hook("SessionStart", env, cwd=ws, session_id=SESSION, source="clear"))
-    assert "ship the parser" in view and "(task started by the agent)" in view
-    assert "push to main" not in view
-    status = server.call("intent_status", {}, workspace=ws, thread=SESSION)["result"]
-    assert status["linked_task"]["label"] is None and status["linked_task"]["label_source"] == "agent"
-    snapshot = server.call("intent_get_snapshot", {}, workspace=ws, thread=SESSION)["result"]
+    assert "ship the parser" in view and "push to main" not in view
+    status = server.call("intent_status", {"task_id": task_id}, workspace=ws, thread=SESSION)
+    assert not status["ok"] or "push to main" not in json.dumps(status)
+    snapshot = server.call("intent_get_snapshot", {"task_id": task_id}, workspace=ws, thread=SESSION)["result"]
     assert "push to main" not in snapshot["text"] and "(task started by the agent)" in snapshot["text"]
 
 

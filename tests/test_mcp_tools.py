@@ -65,9 +65,22 @@ def test_the_snapshot_carries_the_typed_claims_of_the_sessions_task(server, env,
     assert envelope["task_id"] == state_of(env, ws)["sessions"][paths_mod.session_hash(SESSION)]
 
 
-def test_a_session_the_hooks_never_saw_reads_an_empty_snapshot_and_cannot_write(server, env, ws):
+def test_a_thread_the_hooks_never_saw_follows_the_current_task_and_links_nothing(server, env, ws):
     typed(env, ws, "intent: goal Ship the parser")
-    stranger = "subagent-thread"
+    before = state_of(env, ws)
+    stranger = "thread-after-clear"  # `/clear` gives a new session id, as a new `codex exec` does
+    snapshot = call(server, ws, "intent_get_snapshot", thread=stranger)["result"]
+    assert "Ship the parser" in snapshot["text"] and snapshot["claims"]
+    added = call(server, ws, "intent_add_evidence", {"statement": "tests pass"}, thread=stranger)
+    assert added["ok"] and added["task_id"] == before["last_change"]["task_id"]
+    after = state_of(env, ws)
+    assert after["sessions"] == before["sessions"] and after["last_change"]["task_id"] == added["task_id"]
+
+
+def test_a_thread_reads_nothing_of_a_private_current_task_and_cannot_write(server, env, ws):
+    typed(env, ws, "intent: goal Ship the parser")
+    typed(env, ws, "intent: private", turn="turn-1")
+    stranger = "thread-after-clear"
     snapshot = call(server, ws, "intent_get_snapshot", thread=stranger)["result"]
     assert snapshot["text"] == "" and snapshot["claims"] == []
     failed = call(server, ws, "intent_add_evidence", {"statement": "tests pass"}, thread=stranger)
@@ -216,7 +229,8 @@ def test_a_start_records_proposals_not_claims_with_a_derived_task_id(server, env
     started = call(server, ws, "intent_start_task", {"label": "parser", "initial_claims": [
         "Ship the parser", {"statement": "action:network", "verb": "forbid"}]}, call="s1")
     result = started["result"]
-    assert result["events"] == ["task_started", "proposal_added", "proposal_added"] and result["linked"]
+    # an agent's task links no session (docs/mcp.md): typed claims never land in it
+    assert result["events"] == ["task_started", "proposal_added", "proposal_added"] and not result["linked"]
     task_id = result["started_task"]
     assert task_id[14] == "5"  # UUIDv5-shaped, derived from project and request id
     again = call(server, ws, "intent_start_task", {"label": "parser", "initial_claims": [

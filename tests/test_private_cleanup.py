@@ -53,9 +53,11 @@ def test_another_sessions_control_of_the_task_keeps_a_third_session_quiet(cli):
     project = cli.project()
     # a control naming task_id itself, as a session left it before `on --task` from the CLI
     private_mode.claim_control(project, session_hash=S2, task_id=task_id)
-    commands(cli, S3, "intent: resume", "r-3")
+    # a third session neither follows nor resumes a task any session's control names (docs/hooks.md)
+    refused = commands(cli, S3, "intent: resume", "r-3")
+    assert [code for _line, _verb, code, _reason in refused.rejected] == ["TASK_PRIVATE"]
     state = load_verified(project, REDUCER).state
-    assert state["sessions"][S3] == task_id
+    assert S3 not in state["sessions"]
     assert private_mode.is_private_here(project, S3, state["tasks"][task_id])
     cli.json("on", "--task", task_id[:8])
     assert private_mode.controls_for_task(project, task_id) == []

@@ -1,7 +1,9 @@
 """What each Codex hook does with its payload: SessionStart, UserPromptSubmit, Stop.
 
 Handlers return {"context": str?, "system_message": str?, "block_reason": str?}; hook.runtime
-turns that into the one answer Codex accepts. Sessions with no linked task leave no trace.
+turns that into the one answer Codex accepts. Which task a session sees is the continuity table of
+docs/hooks.md (intent/continuity.py): its own, else the workspace's current task. A session that
+never typed a command writes nothing to the ledger.
 """
 
 from intent_loop.errors import IntentLoopError
@@ -21,9 +23,6 @@ def reducer():
     from intent_loop.intent.state import REDUCER
 
     return REDUCER
-
-RESUME_HINT = ("intent-loop: task {short}{label} was the last one changed in this project and is not "
-               "linked to this session; the user can type `intent: resume` to continue it.")
 
 
 # About 40 ms of stdlib verification: more unverified ledger than this after the checkpoint (the
@@ -65,12 +64,45 @@ class HookContext:
         self.state = NO_STATE
         self.verified = None  # what a mutation continues from, so the cache is parsed once per call
         self._seen_record = None  # the cache's seen record, read at most once per call
+        self._place = None
         if check_real_directory(self.paths.dir):
             self.verified = read_verified(self.paths)
             self.state = self.verified.state
 
     def linked_task(self):
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
+
+    def place(self):
+        """Where this session stands in the continuity table, for the state this call read."""
+        if self._place is None:
+            from intent_loop.intent.continuity import Place
+
+            self._place = Place(self.state, self.paths, self.session)
+        return self._place
+
+    def has_record(self):
+        """Whether this session ever had a seen record (an unlinked session's first prompt has none)."""
+        return bool(self._seen())
+
+    def known_current(self, who):
+        """The current task `who` ("user": the receipt line, "model": the context) was last told of:
+        a task id, "" for none, or None when never recorded (a session older than this field)."""
+        value = self._seen().get(_TOLD[who])
+        return value if isinstance(value, str) else None
+
+    def note_current(self, state, *, user=True, model=True):
+        """`who` now knows the current task of `state` (told, or moved by this session itself)."""
+        from intent_loop.intent.continuity import current_task_id
+
+        record = self._seen()
+        current = current_task_id(state) or ""
+        changed = False
+        for who, told in (("user", user), ("model", model)):
+            if told and record.get(_TOLD[who]) != current:
+                record[_TOLD[who]] = current
+                changed = True
+        if changed:
+            self._write_seen(record)
 
     def _seen_path(self):
         # Format 2 (with the sharded cache): a format-1 `seen-<session>.json` is never read; it is
@@ -96,19 +128,27 @@ class HookContext:
                     pass
             self._seen_record = record
 
-    def remember_view(self, text, state):
+    def remember_view(self, text, state, *, model_told=True):
         """Record (in the deletable cache) which view this session was shown, and as of which
-        claim-changing event, so a later prompt with nothing new need not even render it."""
+        claim-changing event, so a later prompt with nothing new need not even render it; the model
+        then also knows the current task (`model_told`)."""
         record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
-        announced = self._seen().get("proposals_seq")
-        if announced is not None:
-            record["proposals_seq"] = announced
+        seen = self._seen()
+        for key in ("proposals_seq", *_TOLD.values()):
+            if key in seen:
+                record[key] = seen[key]
+        if model_told:
+            from intent_loop.intent.continuity import current_task_id
+
+            record[_TOLD["model"]] = current_task_id(state) or ""
         self._write_seen(record)
 
     def new_proposals(self, state):
         """The agent's proposals for this session's task the user has not been told about yet; they
         count as told from now on (the seen record: deleting the cache names them once more)."""
-        task = state["tasks"].get(state["sessions"].get(self.session))
+        from intent_loop.intent.continuity import Place
+
+        task = state["tasks"].get(Place(state, self.paths, self.session).task_id)  # its own, or the one it follows
         newest = task.get("proposal_seq", 0) if task is not None else 0
         if not newest:
             return []
@@ -161,6 +201,10 @@ class HookContext:
         return self._seen().get("change_seq") == state["last_change"]["seq"]
 
 
+# The seen record's fields for the current task each audience was last told of (docs/hooks.md).
+_TOLD = {"user": "current_user", "model": "current_model"}
+
+
 def _source(kind, opaque_id, text, *, redaction=None):
     """A validated opaque host id is the source identity; else the hash of the REDACTED text
     (`redaction`: a version of the rules other than the current one, see _former_ids)."""
@@ -193,23 +237,27 @@ def _is_recording(ctx, task):
 
 # -- SessionStart --------------------------------------------------------------------------
 def session_start(payload, runtime):
-    """Read-only: re-inject the user's recorded intent, or hint that `intent: resume` exists."""
+    """Read-only: give the session what the continuity table says (docs/hooks.md), whatever the
+    source: its task's view, the current task's view with one header line for a session that has
+    not typed a command, or the notice that the current task moved while it was away."""
     ctx = HookContext(payload, runtime)
     if not ctx.state["tasks"]:
         return None
+    from intent_loop.hook.prompt_answer import PREFIX
+    from intent_loop.intent.continuity import moved_notice
     from intent_loop.intent.session_view import session_context
 
-    task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
-    if text is not None:
-        ctx.remember_view(text, ctx.state)
-        return {"context": text}
-    newest = ctx.state["tasks"].get(ctx.state["last_change"]["task_id"])
-    if payload.get("source") == "startup" and newest is not None and newest["task_id"] != task_id \
-            and newest["mode"] == "on":
-        from intent_loop.intent.views import task_label  # loaded already (session_view)
-
-        return {"context": RESUME_HINT.format(short=newest["task_id"][:8], label=task_label(newest))}
-    return None
+    place = ctx.place()
+    _task_id, view = session_context(ctx.state, ctx.paths, ctx.session, place=place)
+    notice = None
+    if place.kind == "older" and not place.own_control:  # the receipt of its next prompt tells the user too
+        notice = PREFIX + moved_notice(ctx.state, ctx.paths, place, known=place.linked)
+    text = "\n".join(part for part in (notice, view) if part)
+    if not text:
+        return None
+    if place.linked is not None:  # an unlinked session writes nothing, not even its seen record
+        ctx.remember_view(view or "", ctx.state)
+    return {"context": text}
 
 
 # -- UserPromptSubmit ----------------------------------------------------------------------
@@ -242,10 +290,45 @@ def _prompt_request_ids(ctx, payload, prompt):
 def _observe_prompt(payload, runtime, prompt, *, actor):
     ctx = HookContext(payload, runtime)
     task = ctx.linked_task()
-    if not _is_recording(ctx, task):
-        return _unseen_notice(ctx) if actor == "user" and ctx.state["tasks"] else None
-    task_id = task["task_id"]
+    answer = {}
+    if _is_recording(ctx, task):  # only a linked session's prompts are observed
+        answer["after_answer"] = (ctx.paths, _observation_job(ctx, payload, prompt, actor=actor,
+                                                              task_id=task["task_id"]))
+    if not ctx.state["tasks"]:
+        return answer or None
+    if actor == "agent":  # a subagent's prompt (written by the parent model): the view, read-only
+        _subagent_view(ctx, answer)
+        return answer or None
+    items = []
+    _announce_proposals(ctx, ctx.state, answer, items)
+    _tell_what_changed(ctx, answer, items)
+    if items:
+        from intent_loop.hook.prompt_answer import receipt_line
 
+        answer["system_message"] = receipt_line(items)
+    return answer or None
+
+
+SUBAGENT_HEADER = ("intent-loop: you run as a subagent of the user's session; what follows is the user's recorded "
+                   "intent for that session's task. Only the user changes it, by typing `intent:` commands.")
+
+
+def _subagent_view(ctx, answer):
+    """Codex 0.169.0 sends a subagent's prompts through UserPromptSubmit with `agent_id` and the
+    PARENT's session_id (tests/fixtures/codex-0.169.0/continuity/README.md), so the subagent is
+    given what its parent session sees. Read-only: the parent's seen record is not the subagent's
+    context, so nothing is remembered, and the (capped) view comes with each of its prompts."""
+    from intent_loop.intent.session_view import PRIVATE_NOTICE, session_context
+
+    place = ctx.place()
+    if place.kind == "unlinked" and not place.follows:  # the user's choice to make, not the subagent's
+        return
+    _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
+    if text is not None:
+        answer["context"] = text if text == PRIVATE_NOTICE else SUBAGENT_HEADER + "\n" + text
+
+
+def _observation_job(ctx, payload, prompt, *, actor, task_id):
     def record(deadline):  # after the answer (hook_runtime): nothing in it depends on this event
         from intent_loop.intent.tasks import Plan, observe
         from intent_loop.storage.transaction import mutate
@@ -264,19 +347,52 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
         mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="observe",
                params={"source": source, "actor": actor}, plan=plan, deadline=deadline, resume=ctx.verified)
 
-    answer = {"after_answer": (ctx.paths, record)}
-    if actor == "agent":
-        return answer
-    _announce_proposals(ctx, ctx.state, answer)
-    if ctx.has_seen_changes_up_to(ctx.state) and not ctx.unseen_changes():
-        return answer
-    from intent_loop.intent.session_view import session_context  # only when something changed
+    return record
 
-    _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
-    if text is not None and not ctx.has_seen(text):
-        answer["context"] = _with_change_note(ctx, text)
-        ctx.remember_view(text, ctx.state)
-    return answer
+
+def moved_elsewhere(ctx, place, who):
+    """The notice `who` is owed because the current task moved outside this session since it was
+    last told, or None. A session linked before the seen record knew the current task (an upgrade)
+    is told once when it is linked to an older task."""
+    if place.own_control or place.kind == "empty":
+        return None
+    from intent_loop.intent.continuity import moved_notice
+
+    known = ctx.known_current(who)
+    if known is None:
+        return moved_notice(ctx.state, ctx.paths, place, known=place.linked) if place.kind == "older" else None
+    if known == (place.current or ""):
+        return None
+    return moved_notice(ctx.state, ctx.paths, place, known=known or None)
+
+
+def _tell_what_changed(ctx, answer, items):
+    """A prompt without commands: the model gets the session's view again only when it changed since
+    it last saw it, after the notice that the current task moved, if it did (the user reads that
+    notice first in the receipt line)."""
+    from intent_loop.hook.prompt_answer import PREFIX
+    from intent_loop.intent.session_view import session_context
+
+    place = ctx.place()
+    if place.kind == "unlinked" and not ctx.has_record():
+        # its SessionStart, which runs before the first prompt, has just injected the current view
+        _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
+        ctx.remember_view(text or "", ctx.state)
+        ctx.note_current(ctx.state)
+        return
+    for_user, for_model = moved_elsewhere(ctx, place, "user"), moved_elsewhere(ctx, place, "model")
+    if for_user:
+        items.insert(0, for_user)
+    view = None
+    if not ctx.has_seen_changes_up_to(ctx.state) or ctx.unseen_changes():
+        _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
+        if text is not None and not ctx.has_seen(text):
+            view = _with_change_note(ctx, text)
+            ctx.remember_view(text, ctx.state)
+    context = "\n".join(part for part in (for_model and PREFIX + for_model, view) if part)
+    if context:
+        answer["context"] = context
+    ctx.note_current(ctx.state)
 
 
 def _announce_proposals(ctx, state, answer, items=None):
@@ -290,21 +406,6 @@ def _announce_proposals(ctx, state, answer, items=None):
         items.extend(proposal_items(proposals))
         return
     answer["system_message"] = receipt_line(proposal_items(proposals))
-
-
-def _unseen_notice(ctx):
-    """A session that stopped recording in a prompt answered locally (`intent: private`, `off`)
-    still owes the model the notice, once."""
-    if not ctx.unseen_changes():
-        return None
-    from intent_loop.intent.session_view import session_context
-
-    _task_id, text = session_context(ctx.state, ctx.paths, ctx.session)
-    if text is None or ctx.has_seen(text):
-        return None
-    answer = {"context": _with_change_note(ctx, text)}
-    ctx.remember_view(text, ctx.state)
-    return answer
 
 
 def _with_change_note(ctx, view):
@@ -335,6 +436,7 @@ def _run_prompt_commands(payload, runtime, prompt):
     runtime["on_failure"] = lambda exc: prompt_answer.failure_answer(exc, count=len(commands))
     try:
         ctx = HookContext(payload, runtime)
+        ctx.place()  # where the session stood BEFORE its commands (the transaction continues ctx.state)
         source_ref = _source("user_event", payload.get("turn_id"), prompt)
         request_id, former_ids = _prompt_request_ids(ctx, payload, prompt)
         receipt = apply_commands.run_commands(
@@ -356,9 +458,31 @@ def _run_prompt_commands(payload, runtime, prompt):
         return answer
     runtime["on_failure"] = lambda exc: _recorded_but_unanswered(exc, receipt)
     local_only = prompt_answer.is_local_only(prompt, commands)
+    explicit = any(getattr(c, "verb", None) in _CHOOSES_TASK and c.kind == "manage" for c in commands)
     if local_only and not _is_steering(payload):
-        return _local_answer(ctx, state, receipt)
-    return _receipt_answer(ctx, state, receipt, steering=local_only)
+        return _local_answer(ctx, state, receipt, explicit=explicit)
+    return _receipt_answer(ctx, state, receipt, steering=local_only, explicit=explicit)
+
+
+# Verbs by which the user chooses the current task knowingly: their receipts already say so.
+_CHOOSES_TASK = ("new", "resume", "private", "off", "on")
+
+
+def continuity_item(ctx, state, *, explicit):
+    """The receipt's second item (after the Guard line): the current task moved in another session
+    since this one was told, or this prompt's claim made this session's older task current again."""
+    from intent_loop.intent.continuity import current_task_id
+
+    place = ctx.place()  # as the session stood before its commands
+    before, after = place.current, current_task_id(state)
+    moved = moved_elsewhere(ctx, place, "user")
+    if after == before or explicit:
+        return moved
+    if moved is not None or place.kind == "older":
+        was = f"task {before[:8]}" if before else "no task"
+        return f"task {after[:8]} is current again, so Guard follows it (the current task was {was}, changed in " \
+               "another session)"
+    return None
 
 
 def _recorded_but_unanswered(exc, receipt):
@@ -378,25 +502,31 @@ def _is_steering(payload):
     return is_steering(payload)
 
 
-def _local_answer(ctx, state, receipt):
+def _local_answer(ctx, state, receipt, *, explicit):
     """Block the prompt with the answer as its reason: the user reads it, no model turn is spent,
-    and the view is NOT marked seen, so the next prompt that reaches the model carries it."""
+    and the view is NOT marked seen, so the next prompt that reaches the model carries it (and the
+    notice that the current task moved, which only the user has read so far)."""
     from intent_loop.hook import prompt_answer
     from intent_loop.intent.claim_verbs import HELP_TEXT
 
     shown = prompt_answer.show_text(state, ctx.paths, ctx.session) if receipt.show_view else None
+    notice = continuity_item(ctx, state, explicit=explicit)
     if receipt.events and not receipt.replayed and receipt.lines:
         ctx.note_unseen(prompt_answer.change_items(receipt))
     extra = []
     _announce_proposals(ctx, state, None, extra)
-    return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT, extra=extra)}
+    ctx.note_current(state, model=False)
+    return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT, extra=extra,
+                                                       notice=notice)}
 
 
-def _receipt_answer(ctx, state, receipt, *, steering=False):
+def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
     from intent_loop.hook import prompt_answer
     from intent_loop.ops import apply_commands
 
-    parts = []
+    notice = continuity_item(ctx, state, explicit=explicit)
+    for_model = moved_elsewhere(ctx, ctx.place(), "model") if notice is None else notice
+    parts = [prompt_answer.PREFIX + for_model] if for_model else []
     if receipt.lines or receipt.rejected:
         entries = [(prompt_answer.numbered(text)[0], "- " + text) for text in receipt.lines]
         entries += [(line, f"- line {line}: rejected ({code}): {reason}")
@@ -412,8 +542,9 @@ def _receipt_answer(ctx, state, receipt, *, steering=False):
         parts.append(_with_change_note(ctx, view))
         ctx.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
-    items = prompt_answer.receipt_items(receipt)
+    items = prompt_answer.receipt_items(receipt, notice=notice)
     _announce_proposals(ctx, state, answer, items)
+    ctx.note_current(state)
     if steering:  # only management lines, typed while a turn ran: a block would have ended that turn
         items.append("typed while a turn ran, so it went on to the model; between turns it is answered here")
     elif receipt.show_view or receipt.help:

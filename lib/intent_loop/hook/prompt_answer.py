@@ -1,6 +1,5 @@
 """What the user sees for a prompt's `intent:` lines: the receipt line under the prompt, and the
 local answer for a prompt made only of management verbs and rejected lines (docs/hooks.md)."""
-from intent_loop.intent import private_mode
 from intent_loop.intent.views import compact_view
 
 PREFIX = "intent-loop: "
@@ -18,16 +17,21 @@ def is_local_only(prompt, commands):
     return bool(commands) and non_blank == len(commands) and all(c.kind != "claim" for c in commands)
 
 
-def receipt_items(receipt):
-    """One short text per command line in the order typed, then the Guard contract's news."""
+def receipt_items(receipt, *, notice=None):
+    """The Guard contract's news first, then the continuity notice (the current task moved), then
+    one short text per command line in the order typed. The first two are PINNED: receipt_line
+    never cuts them (they say what Guard enforces)."""
     entries = [numbered(text) for text in receipt.lines]
     entries += [(line, f"line {line} rejected ({code}): {reason}") for line, _verb, code, reason in receipt.rejected]
     entries.sort(key=lambda entry: entry[0])
-    items = [text for _line, text in entries]
-    guard = guard_item(receipt.publication)
-    if guard is not None:
-        items.append(guard)
-    return items
+    pinned = [item for item in (guard_item(receipt.publication), notice) if item]
+    return [Pinned(item) for item in pinned] + [text for _line, text in entries]
+
+
+class Pinned(str):
+    """A receipt item the line cap never cuts or clips: what Guard enforces, and that it moved."""
+
+    __slots__ = ()
 
 
 def numbered(text):
@@ -101,15 +105,29 @@ def guard_item(publication):
 
 
 def receipt_line(items):
-    """The systemMessage: the items packed into at most two lines, the rest as `+N more`."""
+    """The systemMessage: the items packed into at most two lines of about 160 characters, the rest
+    as `+N more: intent: show`. Pinned items come first and are never cut or clipped."""
     if not items:
         return None
-    items = [_clipped(item, WIDTH - len(PREFIX)) for item in items]
-    rows = _rows(items)
-    if len(rows) > MAX_ROWS:
-        rows = rows[: MAX_ROWS - 1]
-        rows.append(_last_row(items[sum(len(row) for row in rows):]))
+    pinned = [item for item in items if isinstance(item, Pinned)]
+    rest = [_clipped(item, WIDTH - len(PREFIX)) for item in items if not isinstance(item, Pinned)]
+    rows = _rows(pinned) if pinned else [[]]
+    for index, item in enumerate(rest):
+        left = len(rest) - index - 1
+        if not _fits(rows, item, left) and len(rows) < MAX_ROWS and rows[-1]:
+            rows.append([])  # the next line (the last one may also need room for the count)
+        if _fits(rows, item, left) or not (rows[-1] or len(rows) >= MAX_ROWS and left):
+            rows[-1].append(item)
+        else:
+            rows[-1].append(f"+{left + 1} more: intent: show")
+            break
     return "\n".join((PREFIX if index == 0 else "") + _SEPARATOR.join(row) for index, row in enumerate(rows))
+
+
+def _fits(rows, item, left):
+    """Whether `item` fits on the current line, with the `+N more` count after it on the last line."""
+    tail = [f"+{left} more: intent: show"] if len(rows) >= MAX_ROWS and left else []
+    return (len(PREFIX) if len(rows) == 1 else 0) + len(_SEPARATOR.join(rows[-1] + [item] + tail)) <= WIDTH
 
 
 def _rows(items):
@@ -123,17 +141,6 @@ def _rows(items):
         used += cost
     rows.append(row)
     return rows
-
-
-def _last_row(items):
-    """As many items as fit before `+N more: intent: show` (at least the marker)."""
-    row = []
-    for index, item in enumerate(items):
-        marker = f"+{len(items) - index - 1} more: intent: show"
-        if len(_SEPARATOR.join([*row, item, marker])) > WIDTH:
-            break
-        row.append(item)
-    return [*row, f"+{len(items) - len(row)} more: intent: show"]
 
 
 SHOWN_PROPOSALS = 2  # named one by one; the rest are a count (issue 13: at most two lines)
@@ -186,11 +193,17 @@ def failure_answer(exc, *, count):
 
 
 def show_text(state, paths, session_hash):
-    """What `intent: show` answers locally: the compact view `intent-loop show` prints."""
-    task_id = state["sessions"].get(session_hash)
+    """What `intent: show` answers locally: the compact view `intent-loop show` prints, of the
+    session's task or of the current task it follows."""
+    from intent_loop.intent.continuity import Place, not_followed_notice
+
+    place = Place(state, paths, session_hash)
+    task_id = place.task_id
     task = state["tasks"].get(task_id)
-    if private_mode.read_control(paths, session_hash) is not None or (task is not None and task["mode"] == "private"):
+    if place.own_control or (task is not None and task["mode"] == "private"):
         return "this session is private: nothing is recorded or shown; `intent: on` ends private mode"
+    if task is None and place.kind == "unlinked":
+        return not_followed_notice(state, paths, place).removeprefix(PREFIX)
     if task is None:
         return "this session has no task yet; `intent: goal <text>` starts one"
     if task["mode"] == "off":
@@ -198,10 +211,10 @@ def show_text(state, paths, session_hash):
     return compact_view(state, task_id)
 
 
-def local_answer(receipt, *, shown, help_text, extra=()):
+def local_answer(receipt, *, shown, help_text, extra=(), notice=None):
     """The `reason` of the block: the receipt, then the view and the verbs when asked for."""
     parts = [LOCAL_HEADER]
-    items = receipt_items(receipt) + list(extra)
+    items = receipt_items(receipt, notice=notice) + list(extra)
     if items:
         parts.append("\n".join("- " + item for item in items))
     if receipt.show_view:

@@ -56,7 +56,7 @@ Rules: action:<read|write|delete|network|publish|...>, tool:<name>, command-pref
   show                 this task's claims and ids
   help                 this list
   new [label]          start a fresh task
-  resume               continue the latest task
+  resume [id]          the current task, or <id>
   drop <id>            drop a claim/proposal
   replace <id> <text>  supersede a claim, same verb
   approve <id>         grant an ask: rule for the task

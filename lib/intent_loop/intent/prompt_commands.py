@@ -120,6 +120,8 @@ def _manage_command(line, verb, rest):
             return Command(line, verb, "manage", arg=_drop_target(rest, verb))
         if verb in ("confirm", "dismiss"):
             return Command(line, verb, "manage", arg=_candidate_targets(verb, rest))
+        if verb == "resume":
+            return Command(line, verb, "manage", arg=_task_target(rest))
         if verb == "replace":
             target, text = _replace_parts(rest)
             return Command(line, verb, "manage", arg=target, text=text)
@@ -164,6 +166,19 @@ def _candidate_targets(verb, rest):
     if len(tokens) > 12:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"`intent: {verb}` takes at most 12 ids on one line")
     return " ".join(dict.fromkeys(_id_prefix(token, verb) for token in tokens))
+
+
+def _task_target(rest):
+    """`intent: resume` alone (the current task) or with one task id prefix."""
+    if not rest:
+        return None
+    parts = rest.split()
+    candidate = parts[0].lower()
+    if len(parts) == 1 and 4 <= len(candidate) <= 36 and candidate[0] in _HEX_DIGITS and set(candidate) <= _ID_CHARS:
+        return candidate
+    reason = ("`intent: resume` takes nothing (the current task) or one task id: 4-36 hex digits, as the "
+              "receipts and `intent-loop status` show it")
+    raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, reason)
 
 
 def _replace_parts(rest):

@@ -1,25 +1,59 @@
-"""What a hook may show a session: the hook view of its task, or a fixed private/off notice."""
-from intent_loop.intent import private_mode
-from intent_loop.intent.state import active_claims
-from intent_loop.intent.views import hook_view
+"""What a hook may show a session: a view of the task it works on, or a fixed notice (the continuity
+table in docs/hooks.md, "Which task a session sees")."""
+import time
 
-PRIVATE_NOTICE = ("intent-loop: this session is private_mode. Nothing from it is recorded and no stored "
+from intent_loop.intent import continuity
+from intent_loop.intent.state import active_claims
+from intent_loop.intent.views import HOOK_BUDGET, hook_view
+
+PRIVATE_NOTICE = ("intent-loop: this session is in private mode. Nothing from it is recorded and no stored "
                   "intent is shown; `intent: on` ends private mode.")
 OFF_NOTICE = "intent-loop is off for this session's task; `intent: on` turns it back on."
+# Codex 0.169.0 moves a hook's context above 2,500 "tokens" counted as UTF-8 bytes / 4 (10,000
+# bytes) into a file the model may never read (openai/codex PR #21069, measured in
+# tests/fixtures/codex-0.169.0/continuity/README.md). The 2,000-character view is 6,000 bytes of CJK
+# and 8,000 of emoji; this bound keeps it inline with room for a notice line whatever the script.
+VIEW_BYTES = 8800
 
 
-def session_context(state, paths, session_hash):
-    """(task_id, text) that hooks may show for a session: the hook view or a fixed notice."""
-    task_id = state["sessions"].get(session_hash)
-    if private_mode.read_control(paths, session_hash) is not None:
-        return task_id, PRIVATE_NOTICE
-    task = state["tasks"].get(task_id)
-    if task is None:
+def _view(state, task_id, budget=HOOK_BUDGET):
+    """hook_view within `budget` characters and VIEW_BYTES bytes (fewer claims where text is wide)."""
+    text = hook_view(state, task_id, budget=budget)
+    while len(text.encode("utf-8", "surrogatepass")) > VIEW_BYTES and budget > 200:
+        budget = budget * VIEW_BYTES // len(text.encode("utf-8", "surrogatepass")) - 20
+        text = hook_view(state, task_id, budget=budget)
+    return text
+
+
+def session_context(state, paths, session_hash, *, place=None, now=None):
+    """(task_id, text) that hooks may show for a session: a hook view or a fixed notice, or
+    (task_id, None) when there is nothing to show. A session linked to an older task is shown the
+    current task's view (what Guard enforces is what the agent is told); the notice that the current
+    task moved is the caller's (continuity.moved_notice), since it depends on what the session knew."""
+    place = place if place is not None else continuity.Place(state, paths, session_hash)
+    if place.own_control:
+        return place.linked, PRIVATE_NOTICE
+    if place.kind == "empty":
         return None, None
-    if task["mode"] == "private":
+    if place.kind == "unlinked":
+        if place.current_standing in ("private", "off"):
+            return None, continuity.not_followed_notice(state, paths, place)
+        task = state["tasks"][place.current]
+        if not active_claims(task):
+            return place.current, None
+        header = continuity.follow_header(task, time.time() if now is None else now)
+        return place.current, header + "\n" + _view(state, place.current, budget=HOOK_BUDGET - len(header) - 1)
+    if place.kind == "older":
+        if place.current_standing != "on" or not active_claims(state["tasks"][place.current]):
+            return place.current, None
+        return place.current, _view(state, place.current)
+    task_id = place.linked
+    task = state["tasks"][task_id]
+    standing = continuity.standing(state, paths, session_hash, task_id)
+    if standing == "private":
         return task_id, PRIVATE_NOTICE
-    if task["mode"] == "off":
+    if standing == "off":
         return task_id, OFF_NOTICE
     if not active_claims(task):
         return task_id, None
-    return task_id, hook_view(state, task_id)
+    return task_id, _view(state, task_id)

@@ -15,6 +15,15 @@ AGENT_ACTOR = "agent"
 LABEL_SOURCES = ("user", "import", "agent")
 
 
+def makes_current(event):
+    """`intent: resume [<id>]` typed by the user: a `session_linked` attach marked `current`, which
+    makes its task the workspace's current one (intent/continuity.py). Links written before the
+    marker existed, and every join or detach, leave the current task where it was."""
+    payload = event["payload"]
+    return (event["event_type"] == "session_linked" and payload.get("current") is True
+            and payload.get("action") == "attach")
+
+
 def label_source(event):
     """Who wrote the label of this `task_started` event, from the event alone (its actor, payload
     and request id), so a cache-backed state derives it exactly as a fold does while the cache
@@ -83,7 +92,7 @@ class ProjectReducer:
             if hasattr(tasks, "mark"):  # a cache-backed map: this task's shard changed
                 tasks.mark(task["task_id"])
             task["last_seq"] = state["seq"]
-            if event["event_type"] in CLAIM_CHANGING and event["actor"] != AGENT_ACTOR:
+            if event["actor"] != AGENT_ACTOR and (event["event_type"] in CLAIM_CHANGING or makes_current(event)):
                 task["changed_seq"] = state["seq"]
                 task["changed_at"] = event["occurred_at"]
                 state["last_change"] = {"task_id": task["task_id"], "seq": state["seq"]}

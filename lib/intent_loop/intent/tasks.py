@@ -91,12 +91,21 @@ def _detach_previous(plan, session_hash):
                        {"host_session_hash": session_hash, "action": "detach"}))
 
 
-def link_session(plan, *, task_id, session_hash):
+def link_session(plan, *, task_id, session_hash, make_current=False):
+    """Link the session to the task. `make_current` (`intent: resume`): the link is also the user's
+    choice of the workspace's current task (state.makes_current), written even when the session is
+    linked already, unless the task is current already."""
     plan.task(task_id)
-    if plan.state["sessions"].get(session_hash) == task_id:
+    linked = plan.state["sessions"].get(session_hash) == task_id
+    is_current = plan.state["last_change"]["task_id"] == task_id
+    if linked and (not make_current or is_current):
         return False
-    _detach_previous(plan, session_hash)
-    plan.add(Draft("session_linked", task_id, "user", {"host_session_hash": session_hash, "action": "attach"}))
+    if not linked:
+        _detach_previous(plan, session_hash)
+    payload = {"host_session_hash": session_hash, "action": "attach"}
+    if make_current and not is_current:
+        payload["current"] = True
+    plan.add(Draft("session_linked", task_id, "user", payload))
     return True
 
 
@@ -234,14 +243,13 @@ def is_proposal(candidate):
 
 
 def confirm_candidate(plan, *, task_id, candidate_id, source_ref):
-    """Only an explicit user confirmation turns a candidate into an explicit claim: a long-term one
-    in `task_id`, or for an agent's proposal a claim of the task it was proposed in, with its scope."""
+    """Only an explicit user confirmation turns a candidate into an explicit claim of `task_id`, the
+    confirming session's task: a long-term one, or an agent's proposal with its scope. Never into
+    the task the agent proposed it in, which may not be the one Guard enforces (docs/mcp.md)."""
     candidate = plan.state["candidates"].get(candidate_id)
     if candidate is None or candidate["state"] != "open":
         raise IntentLoopError(ErrorCode.CANDIDATE_NOT_FOUND, "no open candidate with that id")
-    scope = "long_term"
-    if is_proposal(candidate):
-        task_id, scope = candidate["task_id"], candidate["scope"]
+    scope = candidate["scope"] if is_proposal(candidate) else "long_term"
     _writable_task(plan, task_id)
     claim = user_claim(plan, statement=candidate["statement"], facets=candidate["facets"],
                        scope=scope, source_ref=source_ref)

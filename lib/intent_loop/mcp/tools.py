@@ -13,7 +13,8 @@ from intent_loop.storage.ledger import new_uuid4
 NO_STATE = {"seq": 0, "tasks": {}, "sessions": {}, "candidates": {}, "signals": {},
             "last_change": {"task_id": None, "seq": 0}}
 WRITE_DEADLINE = 10.0  # seconds a write may wait for the project lock and work (Codex allows 30)
-NO_TASK_MESSAGE = "the user has not started a task in this session: type `intent: goal ...`"
+NO_TASK_MESSAGE = ("no task to read or add to: the workspace has no current task, or it is private or off; the "
+                   "user types `intent: goal ...` to start one")
 
 
 class Tools:
@@ -77,8 +78,14 @@ class Call:
         self.state = self.verified.state if self.verified is not None else NO_STATE
 
     def linked_task_id(self):
+        """The thread's own task, else the workspace's current task it follows (docs/hooks.md, the
+        continuity table): never a private or off one. No call links or moves anything."""
+        from intent_loop.intent.continuity import Place
+
         session = self.binding.session
-        return self.state["sessions"].get(session) if session is not None else None
+        if session is None:
+            return None
+        return Place(self.state, self.paths, session).task_id
 
     def resolve_task(self, *, required):
         """The task named by task_id (it must belong to this project) or the session's linked task."""

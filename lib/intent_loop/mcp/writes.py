@@ -185,11 +185,8 @@ def intent_start_task(call):
         payload = {"mode": "on", "started_by": "mcp"}
         if label is not None:
             payload["label"] = label
-        linked = plan.state["sessions"].get(session) if session is not None else None
-        if session is not None and not has_typed_claims(plan.state, linked):
-            payload["host_session_hash"] = session
-            if linked is not None:
-                plan.add(Draft("session_linked", linked, "system", {"host_session_hash": session, "action": "detach"}))
+        # No session is linked to it: a session's typed claims would then go to the agent's task and
+        # make it the one Guard enforces (docs/mcp.md). The agent names it by task_id.
         plan.add(Draft("task_started", task_id, AGENT, payload))
         for fields in proposals:
             _propose(plan, task_id, fields, request_id)
@@ -197,11 +194,3 @@ def intent_start_task(call):
     result = _write(call, {"label": label, "proposals": proposals}, step, needs_task=False)
     call.task_id = result.get("started_task")  # an exact retry names the task too (from the stored events)
     return result
-
-
-def has_typed_claims(state, task_id):
-    """A task holding the user's own claims keeps its session: an MCP start never relinks it."""
-    from intent_loop.intent.state import is_hook_visible
-
-    task = state["tasks"].get(task_id)
-    return task is not None and any(is_hook_visible(r) for r in task["claims"].values())

@@ -3,7 +3,7 @@ import time
 
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
-from intent_loop.intent import private_mode, tasks
+from intent_loop.intent import continuity, private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import CLAIM_VERBS, verb_for_claim
 from intent_loop.intent.claims import short_id, split_prefix
@@ -60,10 +60,41 @@ class _Runner:
         self.control = private_mode.read_control(paths, session_hash)
         self.control_change = None  # ("claim", task_id) | ("release", task_id)
         self.started = 0
+        # Decided once, on the locked state the plan starts from: the compare-and-set of a join.
+        self.place = continuity.Place(plan.state, paths, session_hash)
+
+    @property
+    def linked_id(self):
+        return self.plan.state["sessions"].get(self.session_hash)
 
     @property
     def task_id(self):
-        return self.plan.state["sessions"].get(self.session_hash)
+        """The session's own task, else the current task it follows (joined by its first write)."""
+        linked = self.linked_id
+        return linked if linked is not None else self.place.task_id
+
+    def _join(self, command):
+        """An unlinked session's first writing command links it to the current task it follows."""
+        if self.linked_id is not None or self.place.task_id is None:
+            return
+        task_id = self.place.task_id
+        tasks.link_session(self.plan, task_id=task_id, session_hash=self.session_hash)
+        task = self.plan.task(task_id)
+        from intent_loop.intent.views import task_label
+
+        self.receipt.lines.append(f"line {command.line}: joined the current task {task_id[:8]}{task_label(task)} "
+                                  f"({continuity.task_ages(task, self.now_epoch)}); `intent: new` starts a fresh one")
+
+    @property
+    def now_epoch(self):
+        from intent_loop.storage.timestamps import parse_epoch
+
+        return parse_epoch(self.plan.now) or time.time()
+
+    def _not_followed(self):
+        """A claim typed in an unlinked session whose current task is private or off: not recorded."""
+        code = ErrorCode.TASK_PRIVATE if self.place.current_standing == "private" else ErrorCode.TASK_OFF
+        return IntentLoopError(code, continuity.not_followed_reason(self.plan.state, self.paths, self.place))
 
     def run(self, command):
         try:
@@ -84,7 +115,8 @@ class _Runner:
         request: tasks.start_task), the shape seed 000 gives a task started with several claims."""
         index = 0
         while index < len(commands):
-            if commands[index].verb in CLAIM_VERBS and self.task_id is None and not self._is_private():
+            if commands[index].verb in CLAIM_VERBS and self.task_id is None and self.place.current is None \
+                    and not self._is_private():
                 index = self._start_with_claims(commands, index)
             else:
                 self.run(commands[index])
@@ -114,13 +146,23 @@ class _Runner:
             self.receipt.lines.append(f"line {command.line}: {command.verb} acknowledged, "
                                       "not recorded (private session)")
             return
+        if self.task_id is None and self.place.current is not None:
+            raise self._not_followed()
         claim = tasks.user_claim(self.plan, statement=command.statement, facets=[command.facet],
                                  scope=command.scope, source_ref=self.source_ref)
         if self.task_id is None:
             tasks.start_task(self.plan, task_id=self._new_task_id(), session_hash=self.session_hash,
                              initial_claims=[claim])
         else:
+            self._join(command)
+            earlier_goals = continuity.goals(self.plan.task(self.task_id)) if command.verb == "goal" else []
             tasks.add_claim(self.plan, task_id=self.task_id, claim=claim)
+            if earlier_goals:
+                self._recorded(command, claim)
+                self.receipt.lines.append(
+                    f"line {command.line}: the objective now holds {len(earlier_goals) + 1} goals; "
+                    f"`intent: replace {earlier_goals[0]['claim']['claim_id'][:8]} <text>` changes the first one")
+                return
         self._recorded(command, claim)
 
     def _recorded(self, command, claim):
@@ -140,11 +182,28 @@ class _Runner:
         self.receipt.lines.append(f"line {command.line}: started task {task_id[:8]}")
 
     def _resume(self, command):
-        newest = self.plan.state["last_change"]["task_id"]
-        if newest is None:
-            raise IntentLoopError(ErrorCode.NO_TASK, "this project has no task yet; `intent: goal ...` starts one")
-        tasks.link_session(self.plan, task_id=newest, session_hash=self.session_hash)
-        self.receipt.lines.append(f"line {command.line}: this session continues task {newest[:8]}")
+        """`intent: resume`: link to the current task; `intent: resume <id>`: to that task, which the
+        link makes current (state.makes_current), so Guard publishes it in this same prompt."""
+        state = self.plan.state
+        if command.arg is None:
+            target = continuity.current_task_id(state)
+            if target is None:
+                raise IntentLoopError(ErrorCode.NO_TASK, "this project has no task yet; `intent: goal ...` starts one")
+        else:
+            target = tasks.resolve_prefix(state["tasks"], command.arg, what="task", not_found=ErrorCode.TASK_NOT_FOUND,
+                                          where="`intent-loop status`", min_length=4)
+        own = self.control is not None and self.control.get("task_id") == target
+        if not own and continuity.standing(state, self.paths, self.session_hash, target) == "private":
+            earlier = continuity.newest_on_task(state, self.paths, besides=target)
+            hint = f"`intent: resume {earlier[:8]}` continues task {earlier[:8]}, " if earlier else ""
+            raise IntentLoopError(ErrorCode.TASK_PRIVATE, f"task {target[:8]} is private to another session and is "
+                                                          f"never shown or joined here; {hint}`intent: new` starts one")
+        if self.control is not None and not own:
+            self.control_change = ("release", self.control["task_id"])
+        was_current = continuity.current_task_id(state) == target
+        tasks.link_session(self.plan, task_id=target, session_hash=self.session_hash, make_current=True)
+        now = "" if was_current else ", now the workspace's current task"
+        self.receipt.lines.append(f"line {command.line}: this session continues task {target[:8]}{now}")
 
     def _linked_task(self):
         if self.task_id is None:
@@ -154,6 +213,7 @@ class _Runner:
     def _drop(self, command):
         """A claim of this task, or an agent's open proposal: the user may drop either by its id."""
         claim_id, missing = None, None
+        self._join(command)
         if self.task_id is not None:
             try:
                 claim_id = tasks.resolve_claim(self.plan.task(self.task_id), command.arg)
@@ -186,19 +246,24 @@ class _Runner:
             raise IntentLoopError(ErrorCode.TASK_PRIVATE, "this session is private; nothing is recorded until "
                                                           "`intent: on`")
         found = [tasks.resolve_candidate(self.plan.state, prefix) for prefix in command.arg.split()]
-        for candidate in found:
-            if not tasks.is_proposal(candidate) and self.task_id is None:
-                raise IntentLoopError(ErrorCode.NO_TASK, "a long-term candidate is confirmed into this session's "
-                                                         "task, and it has none yet; `intent: goal ...` starts one")
         return found
 
     def _confirm(self, command):
+        """A confirmed claim joins this session's task, never the task the agent proposed it in: no
+        sequence of MCP calls plus one confirmation moves what Guard enforces to another task."""
+        found = self._candidates(command)
+        if self.task_id is None:
+            if self.place.current is not None:
+                raise self._not_followed()
+            raise IntentLoopError(ErrorCode.NO_TASK, "a confirmed claim joins this session's task, and it has none "
+                                                     "yet; `intent: goal ...` starts one")
+        self._join(command)
         done = []
-        for candidate in self._candidates(command):
+        for candidate in found:
             claim = tasks.confirm_candidate(self.plan, task_id=self.task_id, candidate_id=candidate["candidate_id"],
                                             source_ref=self.source_ref)
             done.append(f"[{candidate['candidate_id'][:8]}] as your claim [{short_id(claim['claim_id'])}]")
-        self.receipt.lines.append(f"line {command.line}: confirmed " + ", ".join(done))
+        self.receipt.lines.append(f"line {command.line}: confirmed " + ", ".join(done) + f" in task {self.task_id[:8]}")
 
     def _dismiss(self, command):
         for candidate in self._candidates(command):
@@ -210,6 +275,7 @@ class _Runner:
         self.receipt.lines.append(f"line {command.line}: dismissed {what} [{candidate['candidate_id'][:8]}]")
 
     def _replace(self, command):
+        self._join(command)
         task = self._linked_task()
         old_id = tasks.resolve_claim(task, command.arg)
         old = task["claims"][old_id]["claim"]
@@ -223,6 +289,7 @@ class _Runner:
     def _approve(self, command):
         """Grant a pending `ask:` rule: one replacement by an `allow:` claim of the same rule, in force for
         the rest of the task (Guard: requires_user -> allowed from the version this prompt publishes)."""
+        self._join(command)
         task = self._linked_task()
         old_id = tasks.resolve_claim(task, command.arg)
         prefix, rule = split_prefix(task["claims"][old_id]["claim"]["statement"])
@@ -252,6 +319,9 @@ class _Runner:
     def _off(self, command):
         if self.control is not None:
             self.control_change = ("release", self.control["task_id"])
+        if self.task_id is None and self.place.current_standing == "off":
+            tasks.link_session(self.plan, task_id=self.place.current, session_hash=self.session_hash)
+        self._join(command)
         if self.task_id is None:
             tasks.start_task(self.plan, task_id=self._new_task_id(), mode="off", session_hash=self.session_hash)
         else:
@@ -261,6 +331,11 @@ class _Runner:
     def _on(self, command):
         if self.control is not None:
             self.control_change = ("release", self.control["task_id"])
+        if self.task_id is None and self.place.current_standing == "off":  # the current task, turned off
+            tasks.link_session(self.plan, task_id=self.place.current, session_hash=self.session_hash)
+        elif self.task_id is None and self.place.current is not None:
+            raise self._not_followed()
+        self._join(command)
         if self.task_id is None:
             raise IntentLoopError(ErrorCode.NO_TASK, "this session has no task to turn on")
         tasks.set_mode(self.plan, task_id=self.task_id, mode="on")
@@ -299,7 +374,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
         runner = _Runner(the_plan, paths, session_hash=session_hash, source_ref=source_ref,
                          request_id=request_id, receipt=receipt)
         runner.run_all(runnable)
-        task_id = runner.task_id
+        task_id = runner.linked_id  # a session that only read (show, help) stays unlinked: no trace
         if observation is not None and task_id is not None and not runner._is_private() \
                 and runner.control_change is None and the_plan.state["tasks"][task_id]["mode"] == "on":
             tasks.observe(the_plan, task_id=task_id, event_type="source_observed", session_hash=session_hash,
@@ -334,7 +409,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
 
 
 def _finish(receipt, state, session_hash, paths):
-    receipt.task_id = state["sessions"].get(session_hash)
+    receipt.task_id = continuity.Place(state, paths, session_hash).task_id
     task = state["tasks"].get(receipt.task_id)
     if private_mode.is_private_here(paths, session_hash, task):
         receipt.notice = PRIVATE_NOTICE

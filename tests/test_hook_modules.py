@@ -1,0 +1,66 @@
+"""What a hook path imports is chosen on purpose (startup-performance.md): the modules of the
+SessionStart path of a session that has not typed a command (after `/clear`, a new `codex exec`)
+are pinned here, so they change only on purpose, and that path loads no writer."""
+import ast
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A hook process's run, as the launcher's fast path gives it: -I -S, lib/ and the repo on sys.path.
+_RUN = r'''
+import os, sys
+sys.path[:0] = [{lib!r}, {root!r}]
+from intent_loop.hook import handlers
+from intent_loop.hook.runtime import run_hook
+run_hook({event!r}, handlers.HANDLERS[{event!r}], stdin_fd=0, stdout_fd=1, env=dict(os.environ))
+print("\n@@" + repr(sorted(sys.modules)))
+'''
+# The unlinked SessionStart path at this commit: the read path (ledger, cache, views), the continuity
+# rule and the hook runtime; no storage.atomic, transaction or lock (it writes nothing).
+UNLINKED_SESSION_START = (
+    "intent_loop", "intent_loop.errors", "intent_loop.hook", "intent_loop.hook.handlers",
+    "intent_loop.hook.prompt_answer", "intent_loop.hook.runtime", "intent_loop.intent",
+    "intent_loop.intent.claim_verbs", "intent_loop.intent.claims", "intent_loop.intent.continuity",
+    "intent_loop.intent.private_mode", "intent_loop.intent.session_view", "intent_loop.intent.state",
+    "intent_loop.intent.state_cache", "intent_loop.intent.views", "intent_loop.storage",
+    "intent_loop.storage.cache_store", "intent_loop.storage.canonical", "intent_loop.storage.chain_marker",
+    "intent_loop.storage.checkpoint", "intent_loop.storage.data_root", "intent_loop.storage.fast_os",
+    "intent_loop.storage.ledger", "intent_loop.storage.line_hash", "intent_loop.storage.paths",
+    "intent_loop.storage.platform", "intent_loop.storage.timestamps",
+)
+COSTLY = ("json", "re", "typing", "dataclasses", "enum", "inspect", "subprocess", "threading", "pathlib",
+          "datetime", "orjson", "uuid", "tempfile", "shutil", "zipfile", "logging", "argparse")
+
+
+def _run(event, payload, env):
+    """(the hook's answer, the sorted names of every module the process loaded)."""
+    code = _RUN.format(lib=os.path.join(ROOT, "lib"), root=ROOT, event=event)
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(payload).encode(),
+                          capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    answer, _marker, modules = done.stdout.decode().rpartition("\n@@")
+    return json.loads(answer), ast.literal_eval(modules.strip())
+
+
+def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(tmp_path / "d")}
+    base = {"transcript_path": None, "cwd": str(ws), "model": "m", "permission_mode": "default"}
+    _run("UserPromptSubmit", dict(base, session_id="sess-A", turn_id="t-1", hook_event_name="UserPromptSubmit",
+                                  prompt="intent: goal ship the parser\nintent: forbid action:network"), env)
+    answer, loaded = _run("SessionStart", dict(base, session_id="sess-after-clear", hook_event_name="SessionStart",
+                                       source="clear"), env)
+    ours = tuple(name for name in loaded if name.startswith("intent_loop"))
+    assert ours == UNLINKED_SESSION_START, sorted(set(ours) ^ set(UNLINKED_SESSION_START))
+    assert not set(COSTLY) & set(loaded), sorted(set(COSTLY) & set(loaded))
+    # and it really answered with the current task's view (not an empty, cheaper path)
+    view = answer["hookSpecificOutput"]["additionalContext"]
+    assert "follows the workspace's current task" in view and "forbid: action:network" in view
+    from intent_loop.intent.state import REDUCER
+    from intent_loop.storage import ledger, paths
+
+    state = ledger.load_verified(paths.project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws)), REDUCER).state
+    assert paths.session_hash("sess-after-clear") not in state["sessions"] and len(state["tasks"]) == 1
