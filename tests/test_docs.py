@@ -17,7 +17,7 @@ README = ROOT / "README.md"
 DOC_FILES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 CORPUS = "\n".join(path.read_text() for path in DOC_FILES)
 ERRORS_DOC = ROOT / "docs" / "errors.md"
-README_MAX_LINES = 170  # issue 10: "about 150 lines"; the reference lives in docs/
+README_MAX_LINES = 180  # issue 10: "about 150 lines", plus issue 21's /clear transcript; the reference lives in docs/
 
 # Codes in the stable set that no code path raises yet, each kept for the open issue that will
 # raise it (issue 10: delete a code only if no open issue needs it). A code listed here that the

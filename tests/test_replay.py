@@ -121,7 +121,8 @@ def test_receipts_and_local_answers(results):
     assert "decision" not in answers[11]  # the work failed mid-way: the prompt goes on, and says so
     assert "NOT recorded (LOCK_TIMEOUT)" in answers[11]["systemMessage"]
     assert answers[11]["hookSpecificOutput"]["additionalContext"] == answers[11]["systemMessage"]
-    assert answers[13] == {"continue": True}  # a subagent's `intent: show` is never answered locally
+    assert set(answers[13]) == {"continue", "hookSpecificOutput"}  # a subagent's `intent: show` is never
+    assert "you run as a subagent" in answers[13]["hookSpecificOutput"]["additionalContext"]  # answered locally
 
 
 def test_subagent_prompt_records_nothing(results):
@@ -188,3 +189,24 @@ def test_demo_runs_end_to_end():
     assert any("RULE_SYNTAX" in (s["answer"].get("systemMessage") or "") for s in doc["steps"])
     text = subprocess.run([CLI, "demo"], capture_output=True, text=True, timeout=120)
     assert text.returncode == 0 and "contract version history" in text.stdout
+
+
+def test_continuity_payloads_of_the_real_codex_follow_the_current_task(results):
+    """Codex 0.169.0's own payloads (tests/fixtures/codex-0.169.0/continuity/): after `/clear`, `/fork`,
+    `/new` and `/compact` every new session id gets the task back, and a claim typed after `/clear`
+    joins it: the same contract, one version up."""
+    code, doc = results["continuity"]
+    assert code == 0
+    answers = [s["answer"] for s in doc["steps"]]
+    for index in (2, 5, 6, 7):  # SessionStart: clear, fork, new (source startup), compact
+        context = answers[index]["hookSpecificOutput"]["additionalContext"]
+        assert context.startswith("intent-loop: this session follows the workspace's current task ")
+        assert "Fix the login redirect loop" in context and "forbid: action:network" in context
+    assert "joined the current task" in answers[3]["systemMessage"]
+    assert answers[3]["systemMessage"].startswith("intent-loop: Guard contract v2; ")
+    assert answers[4] == {"continue": True}  # nothing new since: no context, no receipt
+    assert "you run as a subagent" in answers[8]["hookSpecificOutput"]["additionalContext"]
+    projection = doc["provider"]["projection"]
+    assert doc["provider"]["envelope"]["contract_version"] == 2
+    assert projection["must_and_must_not"]["must"] == ["keep the public API unchanged"]
+    assert projection["authorization"]["forbidden"] == ["action:network"]

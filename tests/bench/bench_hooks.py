@@ -182,7 +182,9 @@ class Snapshot:
         os.sync()  # the copy's writeback must not compete with the measured hook's fsyncs
 
 
-PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop that publishes")
+PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop that publishes",
+         "SessionStart, new session (after /clear)")
+NEW_SESSION = "01a22b43-73c0-7793-8e50-00000000c1ea"  # a session id the ledger never saw: it follows the current task
 
 
 def measure_size(size, project, workspace, env):
@@ -194,6 +196,9 @@ def measure_size(size, project, workspace, env):
     cases[PATHS[0]] = run_case(f"{label} {PATHS[0]}", DIST / "intent-loop-session-start",
                                lambda i: payload("SessionStart", workspace, i, source="resume"), env_n, paths,
                                size=size)
+    cases[PATHS[4]] = run_case(f"{label} {PATHS[4]}", DIST / "intent-loop-session-start",
+                               lambda i: payload("SessionStart", workspace, i, source="clear", session_id=NEW_SESSION),
+                               env_n, paths, size=size)
     cases[PATHS[1]] = run_case(f"{label} {PATHS[1]}", DIST / "intent-loop-user-prompt",
                                lambda i: payload("UserPromptSubmit", workspace, i, prompt=f"keep going {i}"), env_n,
                                paths, detaches=True, size=size)
@@ -218,7 +223,8 @@ def print_targets(run_no, by_size, unlinked):
     rows = (("prompt with two commands", "hook", "<= 1.1x vs base, <= 2.0x floor (goal 1.5x)"),
             ("prompt without commands", "landed", "until written <= 1.1x vs base"),
             ("Stop that publishes", "landed", "until written <= 1.1x vs base"),
-            ("SessionStart resume", "hook", "(no target; read path)"))
+            ("SessionStart resume", "hook", "(no target; read path)"),
+            ("SessionStart, new session (after /clear)", "hook", "(no target; read path, writes nothing)"))
     for path, which, target in rows:
         base_p95 = measure.percentile(getattr(by_size[base][path], which), 0.95)
         for size in sorted(by_size):
