@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 import test_hooks
-from helpers.mcp_client import McpServer, codex_meta
 from test_hooks import DIST, events, fixture, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
 
+from helpers.mcp_client import McpServer
 from intent_loop.guard import contract_file
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import ledger
@@ -102,7 +102,8 @@ def test_a_typed_claim_in_a_new_session_joins_the_current_task_and_publishes_the
     assert guard_pair(ws) == (f"intent:{task_id}", 1)
     answer = typed(env, ws, "intent: must-not action:publish", session="sess-after-clear")
     message = answer["systemMessage"]
-    assert message.startswith("intent-loop: Guard contract v2; ") and f"joined the current task {task_id[:8]}" in message
+    assert message.startswith("intent-loop: Guard contract v2; ")
+    assert f"joined the current task {task_id[:8]}" in message
     state = state_of(env, ws)
     assert len(state["tasks"]) == 1 and current(env, ws) == task_id
     doc = guard_doc(ws)
@@ -285,8 +286,8 @@ def test_the_mcp_server_reads_the_current_task_in_an_unlinked_thread_and_moves_n
         server.initialize()
         snap = server.call("intent_get_snapshot", {}, workspace=ws, thread="thread-after-clear")
         assert "ship the parser" in snap["result"]["text"] and snap["task_id"] == task_id
-        start = server.call("intent_start_task", {"initial_claims": [{"statement": "keep the API", "verb": "must"}]}, workspace=ws,
-                            thread="thread-after-clear")
+        start = server.call("intent_start_task", {"initial_claims": [{"statement": "keep the API", "verb": "must"}]},
+                            workspace=ws, thread="thread-after-clear")
         assert start["ok"] and not start["result"]["linked"]
     state = state_of(env, ws)
     assert current(env, ws) == task_id and session_hash("thread-after-clear") not in state["sessions"]

@@ -331,7 +331,7 @@ def test_off_mode_rejects_claims(project, workspace):
     run(project, workspace, "intent: off")
     count = ledger_count(project)
     receipt = run(project, workspace, "intent: goal after off\nintent: must also not")
-    assert [r[2] for r in receipt.rejected] == [ErrorCode.TASK_OFF, ErrorCode.TASK_OFF]
+    assert [r.code for r in receipt.rejected] == [ErrorCode.TASK_OFF, ErrorCode.TASK_OFF]
     assert ledger_count(project) == count
     with open(project.ledger, "rb") as fh:
         assert b"after off" not in fh.read()
@@ -375,7 +375,8 @@ def test_private_mode_leaves_no_semantic_bytes(project, workspace):
     receipt = run(project, workspace, f"intent: goal {secrets[0]}\nintent: must-not {secrets[1]}\n"
                                       f"intent: prefer {secrets[2]}")
     assert not receipt.rejected
-    assert len(receipt.lines) == 3 and all("acknowledged, not recorded" in line for line in receipt.lines)
+    assert [e.outcome for e in receipt.entries] == ["acknowledged"] * 3
+    assert all("acknowledged, not recorded" in e.text() for e in receipt.entries)
     assert receipt.notice == apply_commands.PRIVATE_NOTICE
     assert ledger_count(project) == count
     # the hook context is only the fixed notice

@@ -55,7 +55,7 @@ def test_another_sessions_control_of_the_task_keeps_a_third_session_quiet(cli):
     private_mode.claim_control(project, session_hash=S2, task_id=task_id)
     # a third session neither follows nor resumes a task any session's control names (docs/hooks.md)
     refused = commands(cli, S3, "intent: resume", "r-3")
-    assert [code for _line, _verb, code, _reason in refused.rejected] == ["TASK_PRIVATE"]
+    assert [e.code for e in refused.rejected] == ["TASK_PRIVATE"]
     state = load_verified(project, REDUCER).state
     assert S3 not in state["sessions"]
     assert private_mode.is_private_here(project, S3, state["tasks"][task_id])

@@ -475,7 +475,7 @@ def test_approve_turns_a_pending_ask_into_an_allow_in_one_new_version(project, w
     ask_id = next(cid for cid, r in linked(project)["claims"].items() if r["claim"]["statement"].startswith("ask:"))
     assert read_doc(workspace)["projection"]["authorization"]["requires_user"] == ["action:network"]
     receipt = run(project, workspace, f"intent: approve {ask_id[:8]}")
-    line = next(text for text in receipt.lines if "approved" in text)
+    line = next(e.text() for e in receipt.entries if e.outcome == "approved")
     assert "`allow: action:network`" in line and "undo: `intent: ask action:network`" in line
     auth = read_doc(workspace)["projection"]["authorization"]
     assert auth["allowed"] == ["action:network"] and auth["requires_user"] == []
@@ -487,4 +487,4 @@ def test_approve_on_any_other_claim_is_invalid_argument(project, workspace):
     run(project, workspace, "intent: goal ship it")
     goal_id = next(iter(linked(project)["claims"]))
     receipt = run(project, workspace, f"intent: approve {goal_id[:8]}")
-    assert [code for _line, _verb, code, _reason in receipt.rejected] == ["INVALID_ARGUMENT"]
+    assert [e.code for e in receipt.rejected] == ["INVALID_ARGUMENT"]

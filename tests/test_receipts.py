@@ -197,3 +197,28 @@ def test_a_turns_first_prompt_is_still_answered_locally(env, ws, tmp_path, log):
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-2", transcript_path=path),
                             env)
     assert answer["decision"] == "block"
+
+
+@pytest.mark.parametrize("verb", ["approve", "confirm", "dismiss", "drop"])
+def test_a_locally_answered_change_reaches_the_models_next_change_note(env, ws, verb):
+    """The receipts-as-data drift (issue 22): approve, confirm and dismiss answered locally never
+    reached the model's change note, while drop did."""
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it\nintent: ask action:publish", turn="t1"), env)
+    ids = _claim_ids(env, ws)
+    if verb in ("confirm", "dismiss"):
+        from helpers.mcp_client import McpServer
+
+        with McpServer(env) as server:
+            server.initialize()
+            proposed = server.call("intent_add_explicit", {"statement": "keep the API", "verb": "must"},
+                                   workspace=ws, thread="sess-1")
+        target = proposed["result"]["proposal_ids"][0][:8]
+    else:
+        target = ids[1] if verb == "approve" else ids[0]
+    local = hook("UserPromptSubmit", prompt_payload(ws, f"intent: {verb} {target}", turn="t2"), env)[1]
+    assert local.get("decision") == "block", local
+    answer = hook("UserPromptSubmit", prompt_payload(ws, "please go on", turn="t3"), env)[1]
+    note = _context(answer).split("\n", 1)[0]
+    assert note.startswith("intent-loop: the user changed the recorded intent in prompts answered without you")
+    words = {"approve": "approved [", "confirm": "confirmed [", "dismiss": "dismissed [", "drop": "dropped ["}
+    assert words[verb] in note

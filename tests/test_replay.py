@@ -102,7 +102,8 @@ def test_commands_session_publishes_a_valid_contract(results):
     assert projection["completion_evidence"] == [{"requirement": "totals match the ledger to the cent",
                                                   "acceptable_sources": ["test"]}]
     assert "Tools: web" not in json.dumps(projection)  # the rejected rule never reaches Guard
-    assert doc["steps"][3]["answer"]["systemMessage"].startswith("intent-loop: Guard contract v2; line 1 rejected (RULE_SYNTAX)")
+    message = doc["steps"][3]["answer"]["systemMessage"]
+    assert message.startswith("intent-loop: Guard contract v2; line 1 rejected (RULE_SYNTAX)")
 
 
 def test_receipts_and_local_answers(results):

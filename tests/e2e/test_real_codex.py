@@ -6,6 +6,7 @@ as INTENT_LOOP_CODEX_BIN; without it (no npm, no network for the first install) 
 Where we may (root, `unshare`, `nsenter` and `ip` present), Codex runs in a loopback-only network
 namespace and the mock's serving thread joins that namespace, so nothing can leave the machine.
 """
+import contextlib
 import glob
 import json
 import os
@@ -285,7 +286,8 @@ class _Tmux:
     process group and then the server, so no Codex outlives the test."""
 
     def __init__(self, command, *, cwd, env):
-        self.base = ["tmux", "-L", f"intent-loop-e2e-{os.getpid()}-{time.monotonic_ns()}", "-f", "/dev/null"]
+        self.name = f"intent-loop-e2e-{os.getpid()}-{time.monotonic_ns()}"
+        self.base = ["tmux", "-L", self.name, "-f", "/dev/null"]
         subprocess.run([*self.base, "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "50", "-c", str(cwd),
                         command], env=env, check=True, timeout=20)
         self.pane_pid = int(self._tmux("display-message", "-p", "-t", "e2e", "#{pane_pid}").strip())
@@ -308,6 +310,10 @@ class _Tmux:
         except ProcessLookupError:
             pass
         self._tmux("kill-server", check=False)
+        # kill-server leaves the socket file behind: remove ours (tmux's default socket directory)
+        socket = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", self.name)
+        with contextlib.suppress(OSError):
+            os.unlink(socket)
 
 
 def _wait_for(predicate, deadline, step=0.25):

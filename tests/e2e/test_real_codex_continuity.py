@@ -9,12 +9,15 @@ next version); a session whose task another session moved away from is told so, 
 receipt line and in the model's context. Fixtures and helpers come from test_real_codex.py, the TUI
 driver from codex_session.py.
 """
+import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -88,6 +91,15 @@ def _ours(body):
     return [m for m in developer_messages(body) if "intent-loop" in m]
 
 
+def _this_prompt(body):
+    """The developer messages after the request's last user message: the UserPromptSubmit context of
+    this prompt (the rest of `input` is the conversation so far, earlier notices included)."""
+    items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+    users = [n for n, item in enumerate(items) if item.get("role") == "user"]
+    after = items[users[-1] + 1:] if users else items
+    return [m for m in developer_messages({"input": after}) if "intent-loop" in m]
+
+
 def _spilled(messages):
     return [m[:300] for m in messages if any(marker in m for marker in SPILL_MARKERS)]
 
@@ -131,6 +143,21 @@ def _hook_line(screen, needle):
     return ""
 
 
+@contextlib.contextmanager
+def _tui(workspace, env, server, wrap):
+    """A CodexSession that is closed however the test ends, its tmux socket file removed too
+    (`tmux kill-server` leaves it in $TMUX_TMPDIR)."""
+    session = CodexSession(workspace, env, server, wrap)
+    socket = session.tmux._tmux("display-message", "-p", "#{socket_path}", check=False).strip()
+    try:
+        yield session
+    finally:
+        session.close()
+        if socket:
+            with contextlib.suppress(OSError):
+                os.unlink(socket)
+
+
 def _exec(wrap, env, workspace, prompt, *args):
     rc, out, err, secs = run_bounded([*wrap([CODEX_BIN, "exec", *BYPASS, *args]), prompt], cwd=workspace,
                                      env=env, timeout=TURN_TIMEOUT)
@@ -140,16 +167,11 @@ def _exec(wrap, env, workspace, prompt, *args):
     return out, err, secs
 
 
-def _with_user_text(bodies, text):
-    return [b for b in bodies if text in last_user_text(b)]
-
-
 # -- 1. /clear: the new session is given the current task ------------------------------------
 @needs_tmux
 def test_tui_after_clear_the_model_gets_the_current_task(mock_model, codex_env):
     server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
-    session = CodexSession(workspace, env, server, wrap)
-    try:
+    with _tui(workspace, env, server, wrap) as session:
         _submit_lines(session, [f"intent: goal {GOAL}", "Please look at the login flow.",
                                 "intent: forbid action:network"])
         _wait_screen(session, lambda s: "recorded forbid [" in _flat(s) and "Done." in s, "the first receipt")
@@ -169,8 +191,6 @@ def test_tui_after_clear_the_model_gets_the_current_task(mock_model, codex_env):
         _wait_screen(session, lambda s: "Done." in s.split("What should we look at next?", 1)[-1],
                      "the answer after /clear (/clear empties the screen)")
         session.stop()
-    finally:
-        session.close()
 
     shown = _show(env, workspace)
     assert f"goal: {GOAL}" in shown and "forbid: action:network" in shown, shown
@@ -192,6 +212,7 @@ def test_second_codex_exec_gets_the_current_task(mock_model, codex_env):
     view = [m for m in ours if FOLLOWS in m]
     assert view, f"the second codex exec got no follow header; intent-loop messages: {ours}"
     assert GOAL in view[0] and "keep the public API unchanged" in view[0], view[0]
+    assert f"current task {ref[0][len('intent:'):][:8]}" in view[0], (ref, view[0])
     assert _contract(workspace) == ref
     shown = _show(env, workspace)
     assert GOAL in shown and "keep the public API unchanged" in shown, shown
@@ -201,8 +222,7 @@ def test_second_codex_exec_gets_the_current_task(mock_model, codex_env):
 @needs_tmux
 def test_tui_claim_after_clear_joins_the_current_task(mock_model, codex_env):
     server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
-    session = CodexSession(workspace, env, server, wrap)
-    try:
+    with _tui(workspace, env, server, wrap) as session:
         session.submit(f"intent: goal {GOAL}", timeout=STEP)
         _wait_screen(session, lambda s: "recorded goal [" in s and "Done." in s, "the goal's receipt")
         session.wait_idle(STEP)
@@ -214,13 +234,13 @@ def test_tui_claim_after_clear_joins_the_current_task(mock_model, codex_env):
         receipt = f"Guard contract v{version + 1}"
         screen = _wait_screen(session, lambda s: bool(_hook_line(s, receipt)), f"the receipt with {receipt}")
         line = _hook_line(screen, receipt)
+        print(f"receipt after /clear: {line}")
+        assert line.startswith(f"intent-loop: {receipt};"), line
         assert "joined the current task" in line and "recorded must [" in line, line
         assert ref[len("intent:"):][:8] in line, (ref, line)
         assert _contract(workspace) == (ref, version + 1), _contract(workspace)
         assert any("keep the public API unchanged" in m for m in _ours(body)), _ours(body)
         session.stop()
-    finally:
-        session.close()
 
     shown = _show(env, workspace)
     assert GOAL in shown and "keep the public API unchanged" in shown, shown
@@ -232,9 +252,7 @@ def test_tui_claim_after_clear_joins_the_current_task(mock_model, codex_env):
 @needs_tmux
 def test_two_tui_sessions_a_is_told_when_b_starts_a_new_task(mock_model, codex_env):
     server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
-    a = b = None
-    try:
-        a = CodexSession(workspace, env, server, wrap)
+    with _tui(workspace, env, server, wrap) as a:
         a.submit(f"intent: goal {GOAL}", timeout=STEP)
         _wait_screen(a, lambda s: "recorded goal [" in s and "Done." in s, "A's goal receipt")
         a.wait_idle(STEP)
@@ -242,36 +260,76 @@ def test_two_tui_sessions_a_is_told_when_b_starts_a_new_task(mock_model, codex_e
         assert ref, "A's goal published no Guard file"
         task_a = ref[len("intent:"):]
 
-        b = CodexSession(workspace, env, server, wrap)
-        requests = len(turn_requests(server))
-        b.type_line("intent: new")
-        screen_b = _wait_screen(b, "Blocked by hook", "B's local answer to `intent: new`")
-        time.sleep(1.0)  # a request, had one been made, would have arrived by now
-        assert len(turn_requests(server)) == requests, "intent: new reached the model"
-        started = re.search(r"started task ([0-9a-f]{8})", _flat(screen_b))
-        assert started, f"B's answer names no new task:\n{screen_b}"
-        task_b = started.group(1)
-        assert task_b != task_a[:8]
-        b.stop()
+        with _tui(workspace, env, server, wrap) as b:
+            requests = len(turn_requests(server))
+            b.type_line("intent: new")
+            screen_b = _wait_screen(b, "Blocked by hook", "B's local answer to `intent: new`")
+            time.sleep(1.0)  # a request, had one been made, would have arrived by now
+            assert len(turn_requests(server)) == requests, "intent: new reached the model"
+            started = re.search(r"started task ([0-9a-f]{8})", _flat(screen_b))
+            assert started, f"B's answer names no new task:\n{screen_b}"
+            task_b = started.group(1)
+            assert task_b != task_a[:8]
+            b.stop()
 
         body = a.submit("Carry on with the fix.", timeout=STEP)
         assert last_user_text(body) == "Carry on with the fix."
         screen_a = _wait_screen(a, lambda s: bool(_hook_line(s, "changed in another session")),
                                 "A's receipt line telling that the task changed in another session")
         line = _hook_line(screen_a, "changed in another session")
+        print(f"A's receipt: {line}")
         expected = (f"Guard enforces nothing: task {task_b}, changed in another session, has no goal yet; "
                     f"`intent: resume {task_a[:8]}` switches back to task {task_a[:8]}")
         assert expected in line, f"A's receipt line: {line!r}\nexpected: {expected!r}"
-        notices = [m for m in _ours(body) if "changed in another session" in m]
-        assert notices and expected in notices[0], f"A's request carries no notice: {_ours(body)}"
+        notices = [m for m in _this_prompt(body) if "changed in another session" in m]
+        assert notices and expected in notices[0], f"A's request carries no notice: {_this_prompt(body)}"
+        assert _contract(workspace) is None, "Guard still has a contract for a current task with no goal"
+
+        body = a.submit("And the tests too.", timeout=STEP)  # told once: not again
+        assert last_user_text(body) == "And the tests too."
+        assert not [m for m in _this_prompt(body) if "changed in another session" in m], _this_prompt(body)
+        screen = _wait_screen(a, lambda s: "Done." in s.split("And the tests too.", 1)[-1], "A's second answer")
+        assert "changed in another session" not in _flat(screen.split("And the tests too.", 1)[-1]), screen
         a.stop()
-    finally:
-        for session in (a, b):
-            if session is not None:
-                session.close()
 
     status = _cli(env, workspace, "status")
     assert task_a[:8] in status and task_b in status, status
+
+
+@needs_tmux
+def test_two_tui_sessions_b_starts_a_task_with_a_goal(mock_model, codex_env):
+    """The same with a goal in B's new task: Guard publishes B's task, and A is told and given its view."""
+    server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
+    with _tui(workspace, env, server, wrap) as a:
+        a.submit(f"intent: goal {GOAL}", timeout=STEP)
+        _wait_screen(a, lambda s: "recorded goal [" in s and "Done." in s, "A's goal receipt")
+        a.wait_idle(STEP)
+        ref_a, _version = _contract(workspace) or (None, None)
+        assert ref_a, "A's goal published no Guard file"
+        task_a = ref_a[len("intent:"):]
+
+        with _tui(workspace, env, server, wrap) as b:
+            _submit_lines(b, ["intent: new", "intent: goal Add a dark mode toggle"])
+            _wait_screen(b, lambda s: "recorded goal [" in s and "Done." in s, "B's receipt")
+            b.wait_idle(STEP)
+            ref_b, _version = _contract(workspace) or (None, None)
+            assert ref_b and ref_b != ref_a, (ref_a, ref_b)
+            task_b = ref_b[len("intent:"):]
+            b.stop()
+
+        body = a.submit("Carry on with the fix.", timeout=STEP)
+        screen_a = _wait_screen(a, lambda s: bool(_hook_line(s, "changed in another session")),
+                                "A's receipt line telling that the task changed in another session")
+        line = _hook_line(screen_a, "changed in another session")
+        print(f"A's receipt: {line}")
+        expected = (f"Guard now enforces task {task_b[:8]}, changed in another session; "
+                    f"`intent: resume {task_a[:8]}` switches back to task {task_a[:8]}")
+        assert expected in line, f"A's receipt line: {line!r}\nexpected: {expected!r}"
+        context = "\n".join(_this_prompt(body))
+        assert expected in context, f"A's request carries no notice: {_this_prompt(body)}"
+        assert "Add a dark mode toggle" in context, f"A's request lacks the current task's view: {context}"
+        a.stop()
+    assert "Add a dark mode toggle" in _show(env, workspace)
 
 
 # -- 5. the budget: a view at its 2,000-character cap in CJK stays inline --------------------
@@ -307,6 +365,26 @@ def test_cjk_view_at_the_cap_reaches_the_model_inline(mock_model, codex_env):
     assert 1500 < len(text) <= 2000, len(text)
     assert size <= 10_000, size
     assert claims[0][1] in text, "the goal is not in the view whole"
+    # what the hook answers a new session right now is what the model got, every character of it
+    assert _ageless(text) == _ageless(_session_start_context(env, workspace)), \
+        "the model's copy differs from the hook's answer"
+
+
+def _ageless(text):
+    """The header's `(started 2 minutes ago)` made one fixed phrase: the clock moved between the runs."""
+    return re.sub(r"\(started [^)]*\)", "(started ...)", text)
+
+
+def _session_start_context(env, workspace):
+    """The SessionStart hook's additionalContext for a fresh session id (an unlinked session's
+    SessionStart writes nothing to the ledger, so asking it changes nothing)."""
+    payload = {"session_id": str(uuid.uuid4()), "transcript_path": None, "cwd": str(workspace),
+               "hook_event_name": "SessionStart", "model": "mock-model", "permission_mode": "bypassPermissions",
+               "source": "startup"}
+    proc = subprocess.run([str(base.DIST / "intent-loop-session-start")], input=json.dumps(payload), cwd=workspace,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 # -- 6. a subagent's prompt is answered with the current task's view -------------------------

@@ -110,10 +110,11 @@ def _receipt(console, args, info, events, publication, line):
         console.json(result)
         return 0
     console.out(line)
-    if publication and publication.get("action") not in (None, "unchanged", "absent"):
-        extra = f" v{publication['version']}" if publication.get("version") else ""
-        reason = f" ({publication['reason']})" if publication.get("reason") else ""
-        console.out(f"guard contract: {publication['action']}{extra}{reason}")
+    from intent_loop.ops.receipts import guard_text
+
+    guard = guard_text(publication) if publication and publication.get("action") != "absent" else None
+    if guard is not None:  # the same Guard line a prompt's receipt starts with
+        console.out(guard)
     return 0
 
 
@@ -148,9 +149,11 @@ def cmd_claim_add(args, console):
     info, events, publication = _run(console, operation="cli.claim.add",
                                      params={"verb": args.verb.lower(), "statement": statement, "task": args.task},
                                      step=step)
+    from intent_loop.ops.receipts import Entry
+
     started = f" (started task {info['task_id'][:8]})" if info["started_task"] else f" in task {info['task_id'][:8]}"
-    return _receipt(console, args, info, events, publication,
-                    f"recorded {args.verb.lower()} [{info['claim_id'][:8]}]{started}")
+    recorded = Entry(0, args.verb.lower(), "recorded", [info["claim_id"]]).text()  # the prompt receipt's words
+    return _receipt(console, args, info, events, publication, recorded + started)
 
 
 def _propose(args, console, fields):

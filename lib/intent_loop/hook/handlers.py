@@ -172,14 +172,14 @@ class HookContext:
 
     def unseen_changes(self):
         """What locally answered prompts changed, for the model. The record is a deletable cache,
-        so only texts in the shapes change_items makes (fixed words, verbs, short ids) are used:
+        so only records of the shape ops.receipts makes (an outcome, a verb, short ids) are worded:
         a hand-edited record cannot put words into the model's context."""
         items = self._seen().get("unseen")
         if not isinstance(items, list) or not items:
             return []
-        from intent_loop.hook.prompt_answer import is_change_item
+        from intent_loop.hook.prompt_answer import change_texts
 
-        return [item for item in items if is_change_item(item)]
+        return change_texts(items)
 
     def _seen(self):
         if self._seen_record is None:
@@ -384,11 +384,17 @@ def _tell_what_changed(ctx, answer, items):
     if for_user:
         items.insert(0, for_user)
     view = None
-    if not ctx.has_seen_changes_up_to(ctx.state) or ctx.unseen_changes():
+    unseen = ctx.unseen_changes()
+    if not ctx.has_seen_changes_up_to(ctx.state) or unseen:
         _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
         if text is not None and not ctx.has_seen(text):
             view = _with_change_note(ctx, text)
             ctx.remember_view(text, ctx.state)
+        elif unseen:  # a change that left the view as it was (a dismissed proposal): the note alone
+            from intent_loop.hook.prompt_answer import change_note
+
+            view = change_note(unseen).replace(" The view below is current.", "")
+            ctx.remember_view(text or "", ctx.state)
     context = "\n".join(part for part in (for_model and PREFIX + for_model, view) if part)
     if context:
         answer["context"] = context
@@ -511,7 +517,7 @@ def _local_answer(ctx, state, receipt, *, explicit):
 
     shown = prompt_answer.show_text(state, ctx.paths, ctx.session) if receipt.show_view else None
     notice = continuity_item(ctx, state, explicit=explicit)
-    if receipt.events and not receipt.replayed and receipt.lines:
+    if receipt.events and not receipt.replayed and receipt.changes:
         ctx.note_unseen(prompt_answer.change_items(receipt))
     extra = []
     _announce_proposals(ctx, state, None, extra)
@@ -527,12 +533,11 @@ def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
     notice = continuity_item(ctx, state, explicit=explicit)
     for_model = moved_elsewhere(ctx, ctx.place(), "model") if notice is None else notice
     parts = [prompt_answer.PREFIX + for_model] if for_model else []
-    if receipt.lines or receipt.rejected:
-        entries = [(prompt_answer.numbered(text)[0], "- " + text) for text in receipt.lines]
-        entries += [(line, f"- line {line}: rejected ({code}): {reason}")
-                    for line, _verb, code, reason in receipt.rejected]
-        entries.sort(key=lambda entry: entry[0])  # in the order the user typed them
-        parts.append("intent-loop receipt:\n" + "\n".join(text for _line, text in entries))
+    from intent_loop.ops.receipts import model_receipt
+
+    model_copy = model_receipt(receipt.entries)
+    if model_copy is not None:
+        parts.append(model_copy)
     if receipt.help:
         from intent_loop.intent.claim_verbs import HELP_TEXT
 

@@ -21,11 +21,10 @@ def receipt_items(receipt, *, notice=None):
     """The Guard contract's news first, then the continuity notice (the current task moved), then
     one short text per command line in the order typed. The first two are PINNED: receipt_line
     never cuts them (they say what Guard enforces)."""
-    entries = [numbered(text) for text in receipt.lines]
-    entries += [(line, f"line {line} rejected ({code}): {reason}") for line, _verb, code, reason in receipt.rejected]
-    entries.sort(key=lambda entry: entry[0])
-    pinned = [item for item in (guard_item(receipt.publication), notice) if item]
-    return [Pinned(item) for item in pinned] + [text for _line, text in entries]
+    from intent_loop.ops import receipts  # not on the SessionStart path, which imports this module for PREFIX
+
+    pinned = [item for item in (receipts.guard_text(receipt.publication), notice) if item]
+    return [Pinned(item) for item in pinned] + receipts.user_items(receipt.entries)
 
 
 class Pinned(str):
@@ -34,74 +33,18 @@ class Pinned(str):
     __slots__ = ()
 
 
-def numbered(text):
-    """(line number, text without its `line N: ` head); other texts (a replay note) sort first."""
-    head, _colon, rest = text.partition(": ")
-    if head.startswith("line ") and head[5:].isdigit():
-        return int(head[5:]), rest
-    return 0, text
-
-
 def change_items(receipt):
-    """What a locally answered prompt changed, for the model's next view (rejections changed nothing)."""
-    return [numbered(text)[1] for text in receipt.lines]
+    """What a locally answered prompt changed, as plain records for the seen record (rejections and
+    reads changed nothing); the next model prompt's change note words them (receipts.change_text)."""
+    return [entry.change() for entry in receipt.changes]
 
 
-_FIXED_CHANGES = frozenset((
-    "private: nothing from this session is recorded until `intent: on`",
-    "off: intent-loop records and shows nothing for this task",
-    "on: recording again",
-))
+def change_texts(records):
+    """The words of the seen record's change records, dropping any this build did not make."""
+    from intent_loop.ops import receipts
 
-
-def _is_short_id(text, brackets=False):
-    if brackets:
-        if not (text.startswith("[") and text.endswith("]")):
-            return False
-        text = text[1:-1]
-    return len(text) == 8 and all(c in "0123456789abcdef-" for c in text)
-
-
-def is_change_item(text):
-    """True only for the texts change_items makes from ops/apply_commands' receipt lines."""
-    if not isinstance(text, str) or len(text) > 120:
-        return False
-    if text in _FIXED_CHANGES:
-        return True
-    from intent_loop.intent.claim_verbs import CLAIM_VERBS
-
-    words = text.split(" ")
-    if len(words) == 3 and words[0] == "recorded":
-        return words[1] in CLAIM_VERBS and _is_short_id(words[2], brackets=True)
-    if words[1:] == ["acknowledged,", "not", "recorded", "(private", "session)"]:
-        return words[0] in CLAIM_VERBS
-    if len(words) == 3 and words[:2] == ["started", "task"]:
-        return _is_short_id(words[2])
-    if len(words) == 5 and words[:4] == ["this", "session", "continues", "task"]:
-        return _is_short_id(words[4])
-    if len(words) == 2 and words[0] == "dropped":
-        return _is_short_id(words[1], brackets=True)
-    if len(words) == 4 and words[0] == "replaced" and words[2] == "with":
-        return _is_short_id(words[1], brackets=True) and _is_short_id(words[3], brackets=True)
-    return False
-
-
-def guard_item(publication):
-    """`Guard contract vN` when the version changed, or why Guard was not updated; None otherwise."""
-    if not publication:
-        return None
-    action = publication.get("action")
-    if action == "published":
-        return f"Guard contract v{publication.get('version')}"
-    if action == "unchanged":
-        return None
-    if action == "rewritten":  # the same version, its file written again (after `intent: on`, say)
-        return f"Guard contract v{publication.get('version')} rewritten"
-    reason = publication.get("reason") or action
-    if action == "removed":
-        return f"Guard contract withdrawn: {reason}"
-    code = f" ({publication['code']})" if publication.get("code") else ""
-    return f"Guard not updated{code}: {reason}"
+    texts = (receipts.change_text(record) for record in records)
+    return [text for text in texts if text is not None]
 
 
 def receipt_line(items):

@@ -10,6 +10,7 @@ from intent_loop.intent.claims import short_id, split_prefix
 from intent_loop.intent.prompt_commands import Rejection
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 from intent_loop.intent.state import REDUCER
+from intent_loop.ops.receipts import Entry
 from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import Planned, mutate
 
@@ -20,12 +21,11 @@ _PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced",
 class Receipt:
     """What happened to each command line, for the user (systemMessage) and the model (context)."""
 
-    __slots__ = ("lines", "rejected", "task_id", "notice", "show_view", "help", "events", "replayed", "publication",
+    __slots__ = ("entries", "task_id", "notice", "show_view", "help", "events", "replayed", "publication",
                  "state")
 
     def __init__(self):
-        self.lines = []
-        self.rejected = []
+        self.entries = []  # ops.receipts.Entry, one or more per line, rejections included
         self.task_id = None
         self.notice = None
         self.show_view = False
@@ -34,6 +34,20 @@ class Receipt:
         self.replayed = False
         self.publication = None
         self.state = None  # the verified state right after the mutation, when one was written
+
+    def add(self, command, outcome, ids=(), **extra):
+        self.entries.append(Entry(command.line, command.verb, outcome, ids, **extra))
+
+    def reject(self, line, verb, code, reason):
+        self.entries.append(Entry(line, verb, "rejected", code=code, reason=reason))
+
+    @property
+    def rejected(self):
+        return [e for e in self.entries if e.outcome == "rejected"]
+
+    @property
+    def changes(self):
+        return [e for e in self.entries if e.is_change]
 
     def projection_may_have_changed(self):
         return any(e["event_type"] in _PROJECTION_EVENTS for e in self.events)
@@ -82,8 +96,8 @@ class _Runner:
         task = self.plan.task(task_id)
         from intent_loop.intent.views import task_label
 
-        self.receipt.lines.append(f"line {command.line}: joined the current task {task_id[:8]}{task_label(task)} "
-                                  f"({continuity.task_ages(task, self.now_epoch)}); `intent: new` starts a fresh one")
+        self.receipt.add(command, "joined", [task_id], label=task_label(task),
+                         ages=continuity.task_ages(task, self.now_epoch))
 
     @property
     def now_epoch(self):
@@ -100,7 +114,7 @@ class _Runner:
         try:
             getattr(self, "_" + command.verb.replace("-", "_"), self._claim)(command)
         except IntentLoopError as exc:
-            self.receipt.rejected.append((command.line, command.verb, exc.code, exc.message))
+            self.receipt.reject(command.line, command.verb, exc.code, exc.message)
 
     def _new_task_id(self):
         self.started += 1
@@ -133,7 +147,7 @@ class _Runner:
                                                           facets=[command.facet], scope=command.scope,
                                                           source_ref=self.source_ref)))
             except IntentLoopError as exc:
-                self.receipt.rejected.append((command.line, command.verb, exc.code, exc.message))
+                self.receipt.reject(command.line, command.verb, exc.code, exc.message)
         if started:
             tasks.start_task(self.plan, task_id=self._new_task_id(), session_hash=self.session_hash,
                              initial_claims=[claim for _command, claim in started], spill=True)
@@ -143,8 +157,7 @@ class _Runner:
 
     def _claim(self, command):
         if self._is_private():
-            self.receipt.lines.append(f"line {command.line}: {command.verb} acknowledged, "
-                                      "not recorded (private session)")
+            self.receipt.add(command, "acknowledged")
             return
         if self.task_id is None and self.place.current is not None:
             raise self._not_followed()
@@ -159,14 +172,13 @@ class _Runner:
             tasks.add_claim(self.plan, task_id=self.task_id, claim=claim)
             if earlier_goals:
                 self._recorded(command, claim)
-                self.receipt.lines.append(
-                    f"line {command.line}: the objective now holds {len(earlier_goals) + 1} goals; "
-                    f"`intent: replace {earlier_goals[0]['claim']['claim_id'][:8]} <text>` changes the first one")
+                first = earlier_goals[0]["claim"]["claim_id"]
+                self.receipt.add(command, "goals", [first], count=len(earlier_goals) + 1)
                 return
         self._recorded(command, claim)
 
     def _recorded(self, command, claim):
-        self.receipt.lines.append(f"line {command.line}: recorded {command.verb} [{short_id(claim['claim_id'])}]")
+        self.receipt.add(command, "recorded", [short_id(claim["claim_id"])])
 
     def _show(self, command):
         self.receipt.show_view = True
@@ -179,7 +191,7 @@ class _Runner:
             self.control_change = ("release", self.control["task_id"])
         task_id = tasks.start_task(self.plan, task_id=self._new_task_id(), label=command.arg,
                                    session_hash=self.session_hash)
-        self.receipt.lines.append(f"line {command.line}: started task {task_id[:8]}")
+        self.receipt.add(command, "started", [task_id])
 
     def _resume(self, command):
         """`intent: resume`: link to the current task; `intent: resume <id>`: to that task, which the
@@ -203,7 +215,7 @@ class _Runner:
         was_current = continuity.current_task_id(state) == target
         tasks.link_session(self.plan, task_id=target, session_hash=self.session_hash, make_current=True)
         now = "" if was_current else ", now the workspace's current task"
-        self.receipt.lines.append(f"line {command.line}: this session continues task {target[:8]}{now}")
+        self.receipt.add(command, "continues", [target], now=now)
 
     def _linked_task(self):
         if self.task_id is None:
@@ -231,7 +243,7 @@ class _Runner:
             raise missing or IntentLoopError(ErrorCode.NO_TASK, "this session has no task yet; "
                                                                 "`intent: goal ...` starts one")
         tasks.invalidate_claim(self.plan, task_id=self.task_id, claim_id=claim_id)
-        self.receipt.lines.append(f"line {command.line}: dropped [{claim_id[:8]}]")
+        self.receipt.add(command, "dropped", [claim_id])
 
     def _open_proposal(self, prefix):
         proposals = {cid: c for cid, c in self.plan.state["candidates"].items()
@@ -258,12 +270,12 @@ class _Runner:
             raise IntentLoopError(ErrorCode.NO_TASK, "a confirmed claim joins this session's task, and it has none "
                                                      "yet; `intent: goal ...` starts one")
         self._join(command)
-        done = []
+        ids = []
         for candidate in found:
             claim = tasks.confirm_candidate(self.plan, task_id=self.task_id, candidate_id=candidate["candidate_id"],
                                             source_ref=self.source_ref)
-            done.append(f"[{candidate['candidate_id'][:8]}] as your claim [{short_id(claim['claim_id'])}]")
-        self.receipt.lines.append(f"line {command.line}: confirmed " + ", ".join(done) + f" in task {self.task_id[:8]}")
+            ids += [candidate["candidate_id"], short_id(claim["claim_id"])]
+        self.receipt.add(command, "confirmed", ids, task=self.task_id[:8])
 
     def _dismiss(self, command):
         for candidate in self._candidates(command):
@@ -272,7 +284,7 @@ class _Runner:
     def _dismiss_one(self, command, candidate):
         tasks.dismiss_candidate(self.plan, task_id=self.task_id, candidate_id=candidate["candidate_id"])
         what = "proposal" if tasks.is_proposal(candidate) else "candidate"
-        self.receipt.lines.append(f"line {command.line}: dismissed {what} [{candidate['candidate_id'][:8]}]")
+        self.receipt.add(command, "dismissed", [candidate["candidate_id"]], what=what)
 
     def _replace(self, command):
         self._join(command)
@@ -284,7 +296,7 @@ class _Runner:
         claim = tasks.user_claim(self.plan, statement=statement, facets=[facet], scope=scope,
                                  source_ref=self.source_ref)
         tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
-        self.receipt.lines.append(f"line {command.line}: replaced [{old_id[:8]}] with [{short_id(claim['claim_id'])}]")
+        self.receipt.add(command, "replaced", [old_id, short_id(claim["claim_id"])])
 
     def _approve(self, command):
         """Grant a pending `ask:` rule: one replacement by an `allow:` claim of the same rule, in force for
@@ -300,9 +312,7 @@ class _Runner:
         claim = tasks.user_claim(self.plan, statement=statement, facets=[facet], scope=scope,
                                  source_ref=self.source_ref)
         tasks.replace_claims(self.plan, task_id=task["task_id"], old_ids=[old_id], claim=claim)
-        self.receipt.lines.append(
-            f"line {command.line}: approved [{old_id[:8]}] as `allow: {rule}` [{short_id(claim['claim_id'])}] for the "
-            f"rest of this task, from the Guard contract version this prompt publishes; undo: `intent: ask {rule}`")
+        self.receipt.add(command, "approved", [old_id, short_id(claim["claim_id"])], rule=rule)
 
     def _private(self, command):
         task_id = self.task_id
@@ -313,8 +323,7 @@ class _Runner:
         else:
             tasks.set_mode(self.plan, task_id=task_id, mode="private")
         self.control_change = ("claim", task_id)
-        self.receipt.lines.append(f"line {command.line}: private: nothing from this session is recorded "
-                                  "until `intent: on`")
+        self.receipt.add(command, "private")
 
     def _off(self, command):
         if self.control is not None:
@@ -326,7 +335,7 @@ class _Runner:
             tasks.start_task(self.plan, task_id=self._new_task_id(), mode="off", session_hash=self.session_hash)
         else:
             tasks.set_mode(self.plan, task_id=self.task_id, mode="off")
-        self.receipt.lines.append(f"line {command.line}: off: intent-loop records and shows nothing for this task")
+        self.receipt.add(command, "off")
 
     def _on(self, command):
         if self.control is not None:
@@ -339,7 +348,7 @@ class _Runner:
         if self.task_id is None:
             raise IntentLoopError(ErrorCode.NO_TASK, "this session has no task to turn on")
         tasks.set_mode(self.plan, task_id=self.task_id, mode="on")
-        self.receipt.lines.append(f"line {command.line}: on: recording again")
+        self.receipt.add(command, "on")
 
     def apply_control_change(self):
         """Private control CAS or removal, in the same locked transaction as the events."""
@@ -366,7 +375,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
     runnable = []
     for command in commands:
         if isinstance(command, Rejection):
-            receipt.rejected.append((command.line, command.verb, command.code, command.reason))
+            receipt.reject(command.line, command.verb, command.code, command.reason)
         else:
             runnable.append(command)
     def plan(state):
@@ -404,7 +413,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
     if mutation.replayed:
         receipt.replayed = True
         receipt.events = mutation.events
-        receipt.lines.append("these commands were already recorded (same prompt); nothing new was written")
+        receipt.entries.append(Entry(0, None, "replayed"))
     return receipt
 
 

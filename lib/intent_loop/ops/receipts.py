@@ -1,0 +1,136 @@
+"""What happened to each `intent:` line, as data, and the one place that words it.
+
+Applying commands (ops/apply_commands.py) returns Entry values; every rendering reads them: the
+user's receipt line (systemMessage), the model's receipt, a local answer, the change note the
+model gets after prompts answered without it, and the CLI's `claim add`. The change note keys on
+`outcome`, never on words, so a new outcome cannot silently drop out of it (tests/test_receipts.py
+runs every outcome through every rendering).
+"""
+
+# outcome -> (words, whether it changed the recorded intent: it then joins the change note)
+OUTCOMES = {
+    "recorded": "recorded {verb} [{0}]",
+    "acknowledged": "{verb} acknowledged, not recorded (private session)",
+    "joined": "joined the current task {0}{label} ({ages}); `intent: new` starts a fresh one",
+    "goals": "the objective now holds {count} goals; `intent: replace {0} <text>` changes the first one",
+    "started": "started task {0}",
+    "continues": "this session continues task {0}{now}",
+    "dropped": "dropped [{0}]",
+    "replaced": "replaced [{0}] with [{1}]",
+    "approved": ("approved [{0}] as `allow: {rule}` [{1}] for the rest of this task, from the Guard contract "
+                 "version this prompt publishes; undo: `intent: ask {rule}`"),
+    "confirmed": "confirmed {pairs} in task {task}",
+    "dismissed": "dismissed {what} [{0}]",
+    "private": "private: nothing from this session is recorded until `intent: on`",
+    "off": "off: intent-loop records and shows nothing for this task",
+    "on": "on: recording again",
+    "replayed": "these commands were already recorded (same prompt); nothing new was written",
+    "rejected": "rejected ({code}): {reason}",
+}
+# What the model hears of a change made in a prompt answered without it: the outcome and ids only
+# (the seen record that carries them between prompts is a deletable cache file: no words from it).
+CHANGES = {
+    "recorded": "recorded {verb} [{0}]", "acknowledged": "{verb} acknowledged, not recorded (private session)",
+    "joined": "joined the current task {0}", "started": "started task {0}",
+    "continues": "this session continues task {0}",
+    "dropped": "dropped [{0}]", "replaced": "replaced [{0}] with [{1}]", "approved": "approved [{0}] as [{1}]",
+    "confirmed": "confirmed [{0}] as [{1}]", "dismissed": "dismissed [{0}]", "private": OUTCOMES["private"],
+    "off": OUTCOMES["off"], "on": OUTCOMES["on"],
+}
+_HEX = frozenset("0123456789abcdef-")
+
+
+class Entry:
+    """One outcome of one line: `line` (0 for the prompt as a whole), the verb, the outcome, the
+    short ids it names, the error code and what to type (rejections), and `extra` words for the
+    receipt only (a rule, a label, ages), never carried into the change note."""
+
+    __slots__ = ("line", "verb", "outcome", "ids", "code", "reason", "extra")
+
+    def __init__(self, line, verb, outcome, ids=(), *, code=None, reason=None, **extra):
+        if outcome not in OUTCOMES:
+            raise ValueError(f"unknown receipt outcome {outcome!r}")
+        self.line, self.verb, self.outcome = line, verb, outcome
+        self.ids = tuple(i[:8] for i in ids)
+        self.code, self.reason, self.extra = code, reason, extra
+
+    def __repr__(self):
+        return f"Entry({self.line}, {self.verb!r}, {self.outcome!r}, {self.ids!r}, code={self.code!r})"
+
+    @property
+    def is_change(self):
+        return self.outcome in CHANGES
+
+    def text(self):
+        """The words of this entry for the user (and the model's receipt)."""
+        return OUTCOMES[self.outcome].format(*self.ids, verb=self.verb, code=self.code, reason=self.reason,
+                                             **_defaults(self))
+
+    def change(self):
+        """This entry as a change-note record (plain data for the seen record)."""
+        return {"outcome": self.outcome, "verb": self.verb, "ids": list(self.ids)}
+
+
+def _defaults(entry):
+    extra = {"label": "", "ages": "", "count": "", "now": "", "rule": "", "task": "", "what": "proposal"}
+    extra.update(entry.extra)
+    if entry.outcome == "confirmed" and "pairs" not in entry.extra:
+        pairs = [f"[{entry.ids[i]}] as your claim [{entry.ids[i + 1]}]" for i in range(0, len(entry.ids) - 1, 2)]
+        extra["pairs"] = ", ".join(pairs)
+    return extra
+
+
+def change_text(record):
+    """The words of one change-note record, or None when it is not one this module makes (a
+    hand-edited cache cannot put words into the model's context)."""
+    if not isinstance(record, dict) or record.get("outcome") not in CHANGES:
+        return None
+    ids, verb = record.get("ids"), record.get("verb")
+    if not isinstance(ids, list) or not all(isinstance(i, str) and len(i) == 8 and _HEX.issuperset(i) for i in ids):
+        return None
+    from intent_loop.intent.claim_verbs import CLAIM_VERBS, MANAGE_VERBS
+
+    if verb not in CLAIM_VERBS + MANAGE_VERBS:
+        return None
+    template = CHANGES[record["outcome"]]
+    needed = template.count("{") - template.count("{verb}")
+    if len(ids) < needed:
+        return None
+    return template.format(*ids, verb=verb)
+
+
+def model_receipt(entries):
+    """The model's copy: `intent-loop receipt:` and one `- line N: ...` per entry, in typed order."""
+    lines = []
+    for entry in sorted(entries, key=lambda e: e.line):
+        head = f"line {entry.line}: " if entry.line else ""
+        lines.append(f"- {head}{entry.text()}")
+    return "intent-loop receipt:\n" + "\n".join(lines) if lines else None
+
+
+def user_items(entries):
+    """The user's receipt items, in typed order: `recorded goal [id]`, `line 3 rejected (CODE): ...`."""
+    items = []
+    for entry in sorted(entries, key=lambda e: e.line):
+        items.append(f"line {entry.line} {entry.text()}" if entry.outcome == "rejected" else entry.text())
+    return items
+
+
+def guard_text(publication):
+    """The Guard line: published vN, not updated and why, withdrawn and why; None when nothing
+    changed (`unchanged`, or no file and nothing to publish)."""
+    if not publication:
+        return None
+    action = publication.get("action")
+    if action == "unchanged":
+        return None
+    if action == "published":
+        return f"Guard contract v{publication.get('version')}"
+    if action == "rewritten":  # the same version, its file written again (after `intent: on`, a repair)
+        why = f" ({publication['repaired']})" if publication.get("repaired") else ""
+        return f"Guard contract v{publication.get('version')} rewritten{why}"
+    reason = publication.get("reason") or action
+    if action == "removed":
+        return f"Guard contract withdrawn: {reason}"
+    code = f" ({publication['code']})" if publication.get("code") else ""
+    return f"Guard not updated{code}: {reason}"
