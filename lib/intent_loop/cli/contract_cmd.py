@@ -70,17 +70,9 @@ def describe(state, paths, env):
     }
 
 
-def _would(info):
-    """The action a publish would take, mirroring provider.refresh without writing."""
-    if info["file"]["kind"] == "outside":
-        return "outside"
-    if info["projection"] is None:
-        return {"ours": "removed", "unrecorded": "removed", "foreign": "foreign"}.get(info["file"]["kind"], "absent")
-    if info["file"]["kind"] == "foreign":
-        return "foreign"
-    if info["current_version"] is None or info["next_version"] != info["current_version"]:
-        return "published"
-    return "unchanged" if info["file_state"] == "bound" else "rewritten"
+# What only the write itself can tell, said by every dry run whose real run would write.
+DECIDED_BY_WRITING = ("whether the file can be written (disk space, permissions, a file swapped in meanwhile) "
+                      "is known only by writing it")
 
 
 def cmd_show(args, console):
@@ -124,11 +116,11 @@ def cmd_validate(args, console):
 
 def cmd_publish(args, console):
     paths = current_project(console)
-    if args.dry_run:
-        info = describe(load_state(paths), paths, console.env)
-        result = {"dry_run": True, "action": _would(info), "task_id": info["task_id"],
-                  "version": info["next_version"], "sha256": info["snapshot_sha256"], "path": info["path"],
-                  "reason": info["reason"]}
+    if args.dry_run:  # the real run's own decision (provider.plan_refresh), stopped before the write
+        publication = provider.plan_refresh(load_state(paths), workspace=paths.root, env=console.env)
+        result = dict(publication.as_dict(), dry_run=True)
+        if publication.writes:
+            result["decided_by_writing"] = DECIDED_BY_WRITING
     else:
         with Transaction(paths, REDUCER, deadline=deadline()) as tx:
             result = dict(provider.refresh(tx, workspace=paths.root, env=console.env), dry_run=False)

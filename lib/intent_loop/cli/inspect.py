@@ -15,6 +15,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER, active_claims
 from intent_loop.intent.views import compact_view, history, snapshot, task_label
+from intent_loop.ops.receipts import guard_status
 from intent_loop.storage.event_list import EventList
 from intent_loop.storage.ledger import is_project_present, verify_all
 
@@ -99,6 +100,7 @@ def cmd_status(args, console):
         pending = provider.plan_refresh(state, workspace=paths.root, env=console.env)
         if pending.code:  # why Guard is not (or no longer) getting this project's contract
             result["guard_not_updated"] = {"code": pending.code, "reason": pending.reason}
+        result["guard"] = guard_status(pending.as_dict())  # the line `intent: show` ends with too
     else:
         result["tasks"], result["newest_task"] = [], None
         fstate = {"kind": "unknown", "why": "the ledger does not verify"}
@@ -128,6 +130,8 @@ def cmd_status(args, console):
         console.out(f"guard:     not updated ({result['guard_not_updated']['code']}): "
                     f"{result['guard_not_updated']['reason']}")
     console.out(f"hook failures logged: {result['hook_failures']}")
+    if result.get("guard"):
+        console.out(result["guard"])
     return 0
 
 
@@ -158,10 +162,12 @@ def cmd_show(args, console):
         return 0
     kwargs = {} if args.max_chars is None else {"max_chars": args.max_chars}
     view = compact_view(state, task_id, for_user=True, **kwargs)
+    guard = guard_status(provider.plan_refresh(state, workspace=paths.root, env=console.env).as_dict())
     if args.json:
-        console.json({"task_id": task_id, "view": view})
+        console.json({"task_id": task_id, "view": view, "guard": guard})
     else:
         console.out(view)
+        console.out(guard)
     return 0
 
 

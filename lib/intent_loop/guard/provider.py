@@ -10,6 +10,7 @@ import time
 
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document
+from intent_loop.guard.file_state import guard_file_version, read_file_state  # noqa: F401 (re-exported)
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.rule_grammar import js_trim
@@ -123,81 +124,6 @@ def shadowed_tasks(state, selected):
     return sorted(t for t in state["tasks"] if t != selected)
 
 
-def read_file_state(path, state):
-    """Classify what is at the provider path: missing, ours (task_id, version, sha), or foreign."""
-    try:
-        st = fast_os.lstat(path)
-    except FileNotFoundError:
-        return {"kind": "missing"}
-    except OSError as exc:
-        return {"kind": "foreign", "why": exc.strerror}
-    if not stat.S_ISREG(st.st_mode):
-        return {"kind": "foreign", "why": "not a regular file"}
-    try:
-        with open(path, "rb") as fh:  # over Guard's limit is still read, to recognise an oversized file of ours
-            data = fh.read(OWN_FILE_READ_CAP + 1)
-    except OSError as exc:
-        return {"kind": "foreign", "why": exc.strerror}
-    kind, doc, errors = contract_file.validate_document_bytes(data)
-    if len(data) > contract_file.MAX_DOCUMENT_BYTES and len(data) <= OWN_FILE_READ_CAP:
-        doc, kind = _parse_oversized(data), "provider"
-    owner = _owning_task(doc, state) if kind == "provider" else None
-    if owner is None:
-        return {"kind": "foreign", "why": f"a {kind} document we did not publish", "errors": errors}
-    if not owner[3]:
-        return {"kind": "unrecorded", "task_id": owner[0], "version": owner[1], "sha256": owner[2], "errors": errors,
-                "why": f"names task {owner[0][:8]} of this project at version {owner[1]}, which its ledger "
-                       "never recorded"}
-    return {"kind": "ours", "task_id": owner[0], "version": owner[1], "sha256": owner[2], "errors": errors}
-
-
-def guard_file_version(path):
-    """(contract_ref, contract_version) of an `intent:` provider document at `path`, or None: what
-    recovery carries across a cut (read without following a link, never blocking, capped)."""
-    from intent_loop.storage.paths import read_capped
-
-    try:
-        data = read_capped(path, OWN_FILE_READ_CAP)
-    except (IntentLoopError, OSError):
-        return None
-    doc = _parse_oversized(data) if data is not None else None
-    envelope = doc.get("envelope") if isinstance(doc, dict) else None
-    if not isinstance(envelope, dict):
-        return None
-    ref, version = envelope.get("contract_ref"), envelope.get("contract_version")
-    if isinstance(ref, str) and ref.startswith("intent:") and type(version) is int and version > 0:
-        return ref, version
-    return None
-
-
-OWN_FILE_READ_CAP = 4 << 20  # an oversized document of ours (an older build wrote them) is recognised up to this
-
-
-def _parse_oversized(data):
-    from intent_loop.storage.canonical import loads
-
-    try:
-        return loads(data)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _owning_task(doc, state):
-    envelope = doc.get("envelope") if isinstance(doc, dict) else None
-    if not isinstance(envelope, dict):
-        return None
-    ref, version, digest = (envelope.get("contract_ref"), envelope.get("contract_version"),
-                            envelope.get("snapshot_sha256"))
-    if not isinstance(ref, str) or not ref.startswith("intent:") or type(version) is not int:
-        return None
-    task_id = ref[len("intent:"):]
-    task = state["tasks"].get(task_id)
-    if task is None:
-        # a task only a recovery's floor remembers (its events were in the damaged suffix)
-        return (task_id, version, digest, False) if version_floor(state, task_id) else None
-    return task_id, version, digest, task.get("publications", {}).get(str(version)) == digest
-
-
 def next_version(state, task_id, digest, current):
     """(version, is_new) of the task's publication of `digest`: a new one goes above the task's
     last publication, a recovery's floor and a file of ours at an unrecorded version (Guard may
@@ -221,17 +147,23 @@ class Publication:
     action is published | rewritten | unchanged | removed | absent | invalid | foreign | outside.
     """
 
-    __slots__ = ("action", "path", "task_id", "version", "sha256", "reason", "draft", "document", "remove", "code")
+    __slots__ = ("action", "path", "task_id", "version", "sha256", "reason", "draft", "document", "remove", "code",
+                 "repaired")
 
     def __init__(self, action, path, *, task_id=None, version=None, sha256=None, reason=None,
-                 draft=None, document=None, remove=False, code=None):
+                 draft=None, document=None, remove=False, code=None, repaired=None):
         self.action, self.path, self.task_id, self.version = action, path, task_id, version
         self.sha256, self.reason, self.draft, self.document, self.remove = sha256, reason, draft, document, remove
-        self.code = code
+        self.code, self.repaired = code, repaired
+
+    @property
+    def writes(self):
+        """Whether carrying it out touches the file (only the write itself can tell if it succeeds)."""
+        return self.remove or self.document is not None
 
     def as_dict(self):
-        return {k: getattr(self, k) for k in ("action", "path", "task_id", "version", "sha256", "reason", "code")
-                if getattr(self, k) is not None}
+        return {k: getattr(self, k) for k in ("action", "path", "task_id", "version", "sha256", "reason", "code",
+                                              "repaired") if getattr(self, k) is not None}
 
 
 def plan_refresh(state, *, workspace, env, now=time.time, cwd=None):
@@ -242,6 +174,9 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None):
     path, outside = guard_file(cwd or workspace, env, project_root=workspace)
     if outside is not None:
         return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
+    not_a_directory = directory_problem(path)
+    if not_a_directory is not None:
+        return Publication("error", path, reason=not_a_directory, code=ErrorCode.PROVIDER_PATH_FOREIGN)
     task_id, reason = select_task(state)
     current = read_file_state(path, state)
     projection = code = None
@@ -283,16 +218,39 @@ def _plan_publish(path, current, state, task, projection, now):
             f"{enforced}: the contract would be {len(rendered) / 1024:.0f} KiB > "
             f"{contract_file.MAX_DOCUMENT_BYTES // 1024} KiB; drop or shorten claims"), **known)
     if current["kind"] == "foreign":
-        return Publication("foreign", path, reason=f"{path} holds a document intent-loop did not write", **known)
+        return Publication("foreign", path, reason=foreign_reason(path, current), **known)
+    repaired = f"repaired the Guard file: it was {current['damage']}" if current.get("damage") else None
     if is_new:
         draft = Draft("contract_published", task_id, "system", {
             "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
             "source_message_refs": refs})
-        return Publication("published", path, draft=draft, document=rendered, **known)
+        return Publication("published", path, draft=draft, document=rendered, repaired=repaired, **known)
     if current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version \
             and not current.get("errors"):
         return Publication("unchanged", path, **known)
-    return Publication("rewritten", path, document=rendered, **known)  # a damaged or older file of ours too
+    # a damaged or older file of ours: the recorded (ref, version, hash) written back as it was
+    return Publication("rewritten", path, document=rendered, repaired=repaired, **known)
+
+
+def foreign_reason(path, current):
+    """The true words for a file we must not overwrite."""
+    return f"a file intent-loop did not write is at {path}; Guard reads that one ({current.get('why', 'not ours')})"
+
+
+def directory_problem(path):
+    """Why the Guard file's directory may not be written through (it is a link or not a directory:
+    the write would go wherever it points), or None when it is a directory or missing."""
+    directory = fast_os.path.dirname(path)
+    try:
+        st = fast_os.lstat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{directory} cannot be examined ({exc.strerror}); nothing is written"
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+    return f"{directory} is {kind}; intent-loop writes nothing through it (Guard still reads {path})"
 
 
 def apply_file(publication):

@@ -515,7 +515,8 @@ def _local_answer(ctx, state, receipt, *, explicit):
     from intent_loop.hook import prompt_answer
     from intent_loop.intent.claim_verbs import HELP_TEXT
 
-    shown = prompt_answer.show_text(state, ctx.paths, ctx.session) if receipt.show_view else None
+    shown = prompt_answer.show_text(state, ctx.paths, ctx.session, guard=_guard_status(ctx, state)) \
+        if receipt.show_view else None
     notice = continuity_item(ctx, state, explicit=explicit)
     if receipt.events and not receipt.replayed and receipt.changes:
         ctx.note_unseen(prompt_answer.change_items(receipt))
@@ -524,6 +525,14 @@ def _local_answer(ctx, state, receipt, *, explicit):
     ctx.note_current(state, model=False)
     return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT, extra=extra,
                                                        notice=notice)}
+
+
+def _guard_status(ctx, state):
+    """The Guard line `intent: show` ends with, as `intent-loop status` prints it (nothing written)."""
+    from intent_loop.guard.provider import plan_refresh
+    from intent_loop.ops.receipts import guard_status
+
+    return guard_status(plan_refresh(state, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd).as_dict())
 
 
 def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):

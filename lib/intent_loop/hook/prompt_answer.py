@@ -135,9 +135,14 @@ def failure_answer(exc, *, count):
     return {"system_message": line, "context": line}
 
 
-def show_text(state, paths, session_hash):
+def show_text(state, paths, session_hash, *, guard=None):
     """What `intent: show` answers locally: the compact view `intent-loop show` prints, of the
-    session's task or of the current task it follows."""
+    session's task or of the current task it follows, ending with the Guard line (`guard`)."""
+    text = _shown(state, paths, session_hash)
+    return text if guard is None else f"{text}\n{guard}"
+
+
+def _shown(state, paths, session_hash):
     from intent_loop.intent.continuity import Place, not_followed_notice
 
     place = Place(state, paths, session_hash)

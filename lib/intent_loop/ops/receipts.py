@@ -134,3 +134,21 @@ def guard_text(publication):
         return f"Guard contract withdrawn: {reason}"
     code = f" ({publication['code']})" if publication.get("code") else ""
     return f"Guard not updated{code}: {reason}"
+
+
+def guard_status(publication):
+    """The line `intent: show` and `intent-loop status` end with: what Guard reads now, from the
+    decision a refresh would take (provider.plan_refresh, nothing written)."""
+    action, version = publication.get("action"), publication.get("version")
+    if action == "unchanged":
+        return f"Guard enforces contract v{version} of task {publication['task_id'][:8]}"
+    if action in ("published", "rewritten"):
+        why = publication.get("repaired") or "its file is missing or older than the recorded contract"
+        return f"Guard file behind ({why}): the next prompt or Stop writes v{version}; " \
+               "`intent-loop contract publish` writes it now"
+    if action == "removed":
+        return f"Guard still reads a contract this project no longer stands behind ({publication.get('reason')}): " \
+               "the next prompt or Stop withdraws it"
+    if action == "absent":
+        return f"Guard enforces nothing: {publication.get('reason') or 'no contract'}"
+    return guard_text(publication)
