@@ -127,10 +127,15 @@ class Box:
         except FileNotFoundError:
             return None
 
-    def published_versions(self):
+    def events(self):
         data = self.ledger_bytes() or b""
-        events = [json.loads(line) for line in data.splitlines() if line.strip()]
-        return [e["payload"]["contract_version"] for e in events if e["event_type"] == "contract_published"]
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+    def event_count(self, event_type):
+        return sum(1 for e in self.events() if e["event_type"] == event_type)
+
+    def published_versions(self):
+        return [e["payload"]["contract_version"] for e in self.events() if e["event_type"] == "contract_published"]
 
     def guard_bytes(self):
         with open(self.guard_path, "rb") as fh:
@@ -289,6 +294,7 @@ def _check_real_run(name, box, real, rc, info):
     elif name == "directory_replaced_by_symlink":
         assert real["action"] == "error" and real.get("code") == "PROVIDER_PATH_FOREIGN", real
         assert rc == 1, real
+        assert os.path.islink(os.path.dirname(box.guard_path))
         assert os.listdir(info["elsewhere"]) == []  # nothing written through the link
     elif name == "path_outside_the_workspace":
         assert real["action"] == "outside" and real.get("code") == "PROVIDER_PATH_OUTSIDE", real
@@ -360,7 +366,9 @@ def _trigger(box, how):
         _rc, result = box.publish(dry_run=False)
         return result
     if how == "stop_hook":
+        signals = box.event_count("result_signal_observed")
         box.stop()
+        assert box.event_count("result_signal_observed") == signals + 1  # Stop ran for SESSION's task
         return None
     context, _message = box.prompt("intent: must keep docs")
     assert "recorded must" in context, context
@@ -373,7 +381,7 @@ def test_a_damaged_file_of_ours_is_repaired(box, damage, how):
     good, (ref, version, digest) = _record_ours(box)
     versions_before = box.published_versions()
     damaged = DAMAGE[damage](good)
-    assert damaged != good
+    assert contract_file.validate_document_bytes(damaged)[2] != []  # Guard would call it invalid
     box.write_guard(damaged)
     result = _trigger(box, how)
     doc = valid_provider(box.guard_bytes())

@@ -424,3 +424,29 @@ def test_agent_records_are_replaced_invalidated_imported_and_listed(server, env,
     withdrawn = call(server, ws, "intent_delete", {"proposal_id": proposal[:8]})
     assert withdrawn["result"]["withdrawn"] == proposal
     assert call(server, ws, "intent_list_candidates")["result"]["candidates"] == []
+
+
+def _graph_of(n, *, offset=0):
+    claims = [{"claim_id": f"{offset + i:08x}-0000-4000-8000-000000000000", "statement": f"rule number {offset + i}",
+               "role": "user", "epistemic_status": "explicit", "source_ref": {"kind": "user_event", "event_id": "t"},
+               "scope": "task", "valid_from": "2026-01-01T00:00:00.000Z", "last_confirmed": None, "supersedes": [],
+               "facets": ["hard_constraint"], "state": "active"} for i in range(n)]
+    return {"format": "intent-loop-graph", "version": 1, "exported_at": "2026-02-01T00:00:00.000Z",
+            "task": {"task_id": "t-1", "mode": "on", "created_at": "2026-01-01T00:00:00Z"}, "claims": claims}
+
+
+def test_an_agent_cannot_flood_a_task_per_call_or_in_all(server, env, ws):
+    """Issue 23: bounds on what an agent adds, each refusal with AGENT_LIMIT and nothing written."""
+    typed(env, ws, "intent: goal Ship the parser")
+    too_many = call(server, ws, "intent_import", {"graph": _graph_of(501)})
+    assert too_many["error"]["code"] == "AGENT_LIMIT" and "intent-loop import" in too_many["error"]["message"]
+    before = events(env, ws)[0].count
+    for part in range(2):  # 1,000 records the agent made: the most one task holds
+        assert call(server, ws, "intent_import", {"graph": _graph_of(500, offset=part * 500)})["ok"]
+    full = call(server, ws, "intent_add_evidence", {"statement": "tests pass"})
+    assert full["error"]["code"] == "AGENT_LIMIT"
+    proposal = call(server, ws, "intent_add_explicit", {"statement": "keep it small"})
+    assert proposal["error"]["code"] == "AGENT_LIMIT"
+    assert events(env, ws)[0].count == before + 2  # the two imports; the refusals wrote nothing
+    # the user's own typing is never limited by what the agent recorded
+    assert "recorded must" in typed(env, ws, "intent: must keep the API", turn="turn-9")["systemMessage"]

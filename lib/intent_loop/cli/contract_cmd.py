@@ -5,7 +5,7 @@ from intent_loop.guard import contract_file, document, provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage.transaction import Transaction
 
-_FAILED_ACTIONS = ("invalid", "foreign", "error")
+_FAILED_ACTIONS = ("invalid", "foreign", "error", "too_large", "outside")  # Guard did not get the contract
 
 
 def register(subparsers):

@@ -128,13 +128,52 @@ class HookContext:
                     pass
             self._seen_record = record
 
+    # -- the Guard file, seen from this session (docs/hooks.md, "Work after the answer") ----------
+    def guard_signature(self):
+        """(size, mtime, inode) of the Guard file Guard reads for this session, or None: one lstat,
+        compared with what the last refresh left, decides whether a repair is due."""
+        from intent_loop.guard.provider import provider_path
+
+        try:
+            st = fast_os.lstat(provider_path(self.cwd, self.env))
+        except OSError:
+            return None
+        return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+    def guard_changed(self):
+        return self._seen().get("guard_file", "never") != self.guard_signature()
+
+    def note_guard(self, result=None):
+        """After a refresh: remember the file as it is now, and what the user must still hear of it
+        (a repair, a refusal found after the answer), for the next prompt's receipt."""
+        from intent_loop.ops.receipts import guard_news
+
+        record = self._seen()
+        record["guard_file"] = self.guard_signature()
+        news = guard_news(result)
+        if news is not None:
+            record["guard_news"] = news
+        self._write_seen(record)
+
+    def take_guard_news(self):
+        """The Guard news waiting in the seen record, worded, once (cleared here)."""
+        news = self._seen().get("guard_news")
+        if news is None:
+            return None
+        from intent_loop.ops.receipts import guard_news_text
+
+        record = self._seen()
+        record.pop("guard_news", None)
+        self._write_seen(record)
+        return guard_news_text(news)
+
     def remember_view(self, text, state, *, model_told=True):
         """Record (in the deletable cache) which view this session was shown, and as of which
         claim-changing event, so a later prompt with nothing new need not even render it; the model
         then also knows the current task (`model_told`)."""
         record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
         seen = self._seen()
-        for key in ("proposals_seq", *_TOLD.values()):
+        for key in ("proposals_seq", "guard_file", "guard_news", *_TOLD.values()):
             if key in seen:
                 record[key] = seen[key]
         if model_told:
@@ -300,6 +339,13 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
         _subagent_view(ctx, answer)
         return answer or None
     items = []
+    news = ctx.take_guard_news()
+    if news is not None:
+        from intent_loop.hook.prompt_answer import Pinned
+
+        items.append(Pinned(news))
+    if ctx.place().current is not None and ctx.guard_changed():
+        _after(answer, ctx.paths, _guard_repair_job(ctx))
     _announce_proposals(ctx, ctx.state, answer, items)
     _tell_what_changed(ctx, answer, items)
     if items:
@@ -326,6 +372,34 @@ def _subagent_view(ctx, answer):
     _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
     if text is not None:
         answer["context"] = text if text == PRIVATE_NOTICE else SUBAGENT_HEADER + "\n" + text
+
+
+def _after(answer, paths, job):
+    """Add `job` to what runs after the answer (after the one already there, if any)."""
+    first = answer.get("after_answer")
+    if first is None:
+        answer["after_answer"] = (paths, job)
+        return
+
+    def both(deadline):
+        first[1](deadline)
+        job(deadline)
+
+    answer["after_answer"] = (paths, both)
+
+
+def _guard_repair_job(ctx):
+    """The Guard file is not as the last refresh left it (one lstat said so): refresh it under the
+    lock after the answer. A damaged file of ours is written back as recorded, a foreign one is left
+    alone, and what the user must hear waits in the seen record for the next prompt's receipt."""
+    def repair(deadline):
+        from intent_loop.ops import apply_commands
+        from intent_loop.storage.transaction import Transaction
+
+        with Transaction(ctx.paths, reducer(), deadline=deadline) as tx:
+            ctx.note_guard(apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
+
+    return repair
 
 
 def _observation_job(ctx, payload, prompt, *, actor, task_id):
@@ -521,10 +595,23 @@ def _local_answer(ctx, state, receipt, *, explicit):
     if receipt.events and not receipt.replayed and receipt.changes:
         ctx.note_unseen(prompt_answer.change_items(receipt))
     extra = []
+    _pending_guard_news(ctx, receipt, extra)
     _announce_proposals(ctx, state, None, extra)
     ctx.note_current(state, model=False)
     return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT, extra=extra,
                                                        notice=notice)}
+
+
+def _pending_guard_news(ctx, receipt, items):
+    """Guard news a Stop or a repair left for this session, unless this prompt's own Guard line is
+    newer; the file as this prompt left it is what the next lstat compares with."""
+    news = ctx.take_guard_news()
+    if news is not None and not (receipt.publication and receipt.publication.get("action") != "unchanged"):
+        from intent_loop.hook.prompt_answer import Pinned
+
+        items.insert(0, Pinned(news))
+    if receipt.publication is not None:
+        ctx.note_guard()
 
 
 def _guard_status(ctx, state):
@@ -557,6 +644,7 @@ def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
         ctx.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
     items = prompt_answer.receipt_items(receipt, notice=notice)
+    _pending_guard_news(ctx, receipt, items)
     _announce_proposals(ctx, state, answer, items)
     ctx.note_current(state)
     if steering:  # only management lines, typed while a turn ran: a block would have ended that turn
@@ -606,15 +694,15 @@ def stop(payload, runtime):
                                                                            cwd=ctx.cwd))
 
         def after_commit(tx, mutation):
-            if mutation.detail is not None:
-                apply_commands.apply_quietly(mutation.detail, env=ctx.env)
+            if mutation.detail is not None:  # a refusal or a repair found here is told at the next prompt
+                ctx.note_guard(apply_commands.apply_quietly(mutation.detail, env=ctx.env))
 
         mutation = mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="stop",
                           params={"source": source}, plan=plan, deadline=deadline,
                           after_commit=after_commit, resume=ctx.verified)
         if mutation.replayed:  # a retried Stop still makes sure the file is current
             with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd)
+                ctx.note_guard(apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
 
     return {"after_answer": (ctx.paths, record_and_publish)}
 

@@ -8,7 +8,16 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.intent import tasks
 from intent_loop.mcp import arguments as arg
-from intent_loop.mcp.writes import AGENT, SOURCE_KIND, _agent_claim, _memory_record, _recording_task, _write
+from intent_loop.mcp.writes import (
+    AGENT,
+    MAX_AGENT_IMPORT_CLAIMS,
+    SOURCE_KIND,
+    _agent_claim,
+    _memory_record,
+    _recording_task,
+    _write,
+    check_agent_room,
+)
 from intent_loop.storage.ledger import Draft
 
 _PROTECTED = ("claim {short} is not a record an agent made; only the user can change or delete it "
@@ -105,9 +114,14 @@ def intent_import(call):
     else:
         raise arg.invalid("graph is a graph document (an object), as intent_export returns it")
     graph_sha, _info, claims, superseded, invalidated = prepare_import(data)
+    if len(claims) > MAX_AGENT_IMPORT_CLAIMS:
+        raise IntentLoopError(ErrorCode.AGENT_LIMIT, (
+            f"the graph holds {len(claims)} claims; one intent_import brings at most {MAX_AGENT_IMPORT_CLAIMS}. "
+            "Nothing was imported: import a smaller graph, or let the user run `intent-loop import FILE`"))
 
     def step(plan, request_id, task_id):
         _recording_task(plan, task_id)
+        check_agent_room(plan, task_id, len(claims))
         plan.add(Draft("graph_imported", task_id, AGENT, {
             "claims": claims, "superseded": superseded, "graph_format": f"{FORMAT}/{VERSION}",
             "source": {"kind": IMPORT_SOURCE_KIND, "sha256": graph_sha}}))

@@ -20,6 +20,10 @@ from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import mutate
 
 AGENT = "agent"
+# What an agent may add (issue 23): a tool call is not the user, and Codex runs the non-destructive
+# write tools without asking, so one loop of calls must not flood a task or a project.
+MAX_AGENT_RECORDS_PER_TASK = 1000  # the agent's claims, evidence and open proposals in one task
+MAX_AGENT_IMPORT_CLAIMS = 500  # in one intent_import (the user's own `intent-loop import` takes 2,000)
 # what an agent's record of each kind rests on
 SOURCE_KIND = {"evidence": "tool_result", "inferred": "agent_turn", "unknown": "agent_turn", "disputed": "agent_turn"}
 DEFAULT_FACETS = {"evidence": ["result_feedback"], "inferred": ["soft_constraint"], "unknown": ["unknown"],
@@ -58,6 +62,19 @@ def _write(call, params, step, *, private=None, needs_task=True):
     return summarize(mutation.events, replayed=mutation.replayed)
 
 
+def check_agent_room(plan, task_id, adding):
+    """AGENT_LIMIT when `adding` more records would pass what one task may hold from the agent."""
+    task = plan.task(task_id)
+    held = sum(1 for r in task["claims"].values() if r.get("actor") == AGENT and r["state"] == "active")
+    held += sum(1 for c in plan.state["candidates"].values()
+                if c.get("kind") == "proposal" and c.get("task_id") == task_id and c["state"] == "open")
+    if held + adding > MAX_AGENT_RECORDS_PER_TASK:
+        raise IntentLoopError(ErrorCode.AGENT_LIMIT, (
+            f"task {task_id[:8]} holds {held} records the agent made (at most {MAX_AGENT_RECORDS_PER_TASK}); "
+            "nothing was recorded. Ask the user to review them (`intent-loop show --all`, `intent-loop "
+            "candidate list`) before adding more"))
+
+
 def _recording_task(plan, task_id):
     task = plan.task(task_id)
     if task["mode"] == "off":
@@ -93,6 +110,7 @@ def _record_claim(call, *, status, extra=()):
 
     def step(plan, request_id, task_id):
         _recording_task(plan, task_id)
+        check_agent_room(plan, task_id, 1)
         tasks.add_claim(plan, task_id=task_id, claim=make(request_id, plan.now), actor=AGENT)
 
     def private(request_id, now):
@@ -141,6 +159,7 @@ def proposal_fields(item, *, where="statement"):
 
 
 def _propose(plan, task_id, fields, request_id):
+    check_agent_room(plan, task_id, 1)
     plan.add(Draft("proposal_added", task_id, AGENT, dict(
         fields, candidate_id=new_uuid4(), source_ref={"kind": "agent_turn", "event_id": request_id})))
 

@@ -152,3 +152,34 @@ def guard_status(publication):
     if action == "absent":
         return f"Guard enforces nothing: {publication.get('reason') or 'no contract'}"
     return guard_text(publication)
+
+
+DAMAGES = ("emptied", "a BOM in front", "garbage after the document", "truncated")  # guard/file_state.py
+
+
+def guard_news(result):
+    """What a refresh after the answer (Stop, a repair) found that the user must still hear, as
+    plain data for the session's seen record (no words: the record is a deletable cache), or None."""
+    if not isinstance(result, dict):
+        return None
+    repaired = result.get("repaired") or ""
+    shape = next((d for d in DAMAGES if repaired.endswith(d)), None)
+    if shape is not None and result.get("action") in ("rewritten", "published"):
+        return {"repaired": shape, "version": result.get("version")}
+    if result.get("code") and result.get("action") not in ("published", "rewritten", "unchanged", "removed"):
+        return {"code": result["code"], "action": result.get("action")}
+    return None
+
+
+def guard_news_text(news):
+    """The words for a seen record's Guard news, or None when it is not one guard_news makes."""
+    from intent_loop.errors import ErrorCode
+
+    if not isinstance(news, dict):
+        return None
+    if news.get("repaired") in DAMAGES and type(news.get("version")) is int:
+        return f"repaired the Guard file (it was {news['repaired']}); Guard contract v{news['version']}"
+    code = news.get("code")
+    if isinstance(code, str) and code.isupper() and getattr(ErrorCode, code, None) == code:
+        return f"Guard not updated ({code}) at the end of the last turn; `intent-loop status` says why"
+    return None

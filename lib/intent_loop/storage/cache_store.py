@@ -30,6 +30,8 @@ that load on first access and `Store.events` to read text back from the verified
 cache points at (each line's own hash re-checked), so what the cache says is only positions and
 lifecycle, never the words.
 """
+import stat
+
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
@@ -169,17 +171,22 @@ class Store:
         the prefix when its last line lacks the LF), hash to its own
         event_hash, belong to this project and carry the expected event id.
         """
-        wanted = [r for r in refs if r[0] not in self._events]
+        wanted = {}
+        for ref in refs:  # many claims point into one line (an import's 2,000): read and verify it once
+            if ref[0] not in self._events and wanted.setdefault(ref[0], ref) != ref:
+                raise Untrusted("pointer")  # one offset, two lengths or event ids: a forged pointer
         if wanted:
-            self._read_lines(wanted)
+            self._read_lines(list(wanted.values()))
         return self._events
 
     def _read_lines(self, refs):
-        try:
-            fd = fast_os.open(self.paths.ledger, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
+        try:  # never blocking: a FIFO swapped in for the ledger must not hang a reader (issue 23)
+            fd = fast_os.open(self.paths.ledger, fast_os.O_RDONLY | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK)
         except OSError:
             raise Untrusted("ledger") from None
         try:
+            if not stat.S_ISREG(fast_os.fstat(fd).st_mode):
+                raise Untrusted("ledger")
             for offset, length, event_id in refs:
                 if not (type(offset) is int and type(length) is int and offset >= 0 and length > 0):
                     raise Untrusted("pointer")
