@@ -35,7 +35,7 @@ import measure  # noqa: E402
 
 from intent_loop.intent import state, tasks  # noqa: E402
 from intent_loop.storage import ledger, pending_work, timestamps, transaction  # noqa: E402
-from intent_loop.storage.paths import session_hash  # noqa: E402
+from intent_loop.storage.paths import project_paths, session_hash  # noqa: E402
 
 DIST = ROOT / "dist"
 PYTHON = os.path.realpath(sys.executable)
@@ -76,10 +76,10 @@ def payload(event, workspace, counter, **extra):
     return json.dumps(base).encode()
 
 
-def timed(cmd, data, env, *, is_hook=True, paths=None):
+def timed(cmd, data, env, *, is_hook=True, paths=None, cwd=None):
     """One measured run (measure.Run); a hook must answer `{"continue":true...}` and exit 0."""
     wait_for = (lambda timeout: pending_work.wait_idle(paths, timeout=timeout)) if paths is not None else None
-    result = measure.run(cmd, data=data, env=env, capture=is_hook, wait_for=wait_for)
+    result = measure.run(cmd, data=data, env=env, cwd=cwd, capture=is_hook, wait_for=wait_for)
     if is_hook and (result.returncode != 0 or not result.stdout.startswith(b'{"continue":true')):
         raise SystemExit(f"bench: {cmd[0]} answered {result.stdout[:200]!r} (exit {result.returncode})")
     return result
@@ -103,18 +103,21 @@ class Case:
         return m / fm, p / fp
 
 
-def run_case(name, binary, make_payload, env, paths=None, *, detaches=False, before_round=None, size=None):
+def run_case(name, binary, make_payload, env, paths=None, *, detaches=False, before_round=None, size=None,
+             argv=(), cwd=None):
     """Interleave the floor, the hook and node. The hook's time is what Codex waits for (its
     process); the write a hook detaches (`detaches`) is waited for after each run, untimed for the
     hook, and reported as "until written". `before_round` runs untimed before every hook run.
     Bytes written and peak RSS count the hook and its after-answer child together."""
-    timed([str(binary)], make_payload(-1), env, paths=paths)  # warm: the first run of a data root extracts
+    is_hook = not argv  # a CLI command (`show`) is timed the same way, its output not checked
+    command = [str(binary), *argv]
+    timed(command, make_payload(-1), env, paths=paths, is_hook=is_hook, cwd=cwd)  # warm: the first run extracts
     floor, hook, landed, node, written, rss = [], [], [], [], [], []
     for i in range(ROUNDS):
         if before_round is not None:
             before_round()
         floor.append(timed([PYTHON, "-I", "-S", "-c", "pass"], b"", env, is_hook=False).elapsed)
-        result = timed([str(binary)], make_payload(i), env, paths=paths)
+        result = timed(command, make_payload(i), env, paths=paths, is_hook=is_hook, cwd=cwd)
         hook.append(result.elapsed)
         landed.append(result.landed)  # as between two prompts a person types: the write lands first
         written.append(result.written)
@@ -241,6 +244,44 @@ def print_targets(run_no, by_size, unlinked):
               f"{'':>9} | {'':>10} |")
 
 
+BIG_TASK_CLAIMS = 2000  # issue 23: one import of this many claims made every later hook miss its deadline
+
+
+def big_task_cases(tmp, env):
+    """A task of 2,000 claims (the most `intent-loop import` takes), with a typed goal: the hook
+    paths and `show`, whose cost must not depend on the task's claim count."""
+    root, workspace = Path(tmp, "root-big-task"), Path(tmp, "ws-big-task")
+    workspace.mkdir()
+    env_big = dict(env, INTENT_LOOP_DATA_DIR=str(root))
+    claims = [{"claim_id": f"{i:08x}-0000-4000-8000-000000000000", "statement": f"must: keep rule {i} of the module",
+               "role": "user", "epistemic_status": "explicit", "source_ref": {"kind": "user_event", "event_id": "t"},
+               "scope": "task", "valid_from": "2026-01-01T00:00:00.000Z", "last_confirmed": None, "supersedes": [],
+               "facets": ["hard_constraint"], "state": "active"} for i in range(BIG_TASK_CLAIMS)]
+    graph = Path(tmp, "big-task.json")
+    graph.write_text(json.dumps({"format": "intent-loop-graph", "version": 1, "exported_at": "2026-02-01T00:00:00.000Z",
+                                 "task": {"task_id": "t-1", "mode": "on", "created_at": "2026-01-01T00:00:00Z"},
+                                 "claims": claims}))
+    subprocess.run([str(DIST / "intent-loop"), "import", str(graph)], cwd=workspace, env=env_big, check=True,
+                   capture_output=True, timeout=300)
+    goal = payload("UserPromptSubmit", workspace, 0, prompt="intent: goal ship it")
+    timed([str(DIST / "intent-loop-user-prompt")], goal, env_big)
+    paths = project_paths(str(root), str(workspace))
+    label = f"[{BIG_TASK_CLAIMS} claims, one task]"
+    cases = [
+        run_case(f"{label} SessionStart, new session", DIST / "intent-loop-session-start",
+                 lambda i: payload("SessionStart", workspace, i, source="clear", session_id=NEW_SESSION), env_big),
+        run_case(f"{label} prompt without commands", DIST / "intent-loop-user-prompt",
+                 lambda i: payload("UserPromptSubmit", workspace, i, prompt=f"keep going {i}"), env_big, paths,
+                 detaches=True),
+        run_case(f"{label} prompt with two commands", DIST / "intent-loop-user-prompt",
+                 lambda i: payload("UserPromptSubmit", workspace, i,
+                                   prompt=f"intent: must keep API {i}\nintent: include src/mod{i}/"), env_big, paths),
+        run_case(f"{label} intent-loop show", DIST / "intent-loop", lambda i: b"", env_big, argv=("show",),
+                 cwd=workspace),
+    ]
+    return cases
+
+
 def main(argv=None):
     global ROUNDS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -279,6 +320,9 @@ def main(argv=None):
                                 unlinked_env)
             by_size = {size: measure_size(size, projects[size], workspace, env) for size in sizes}
             print_targets(run_no, by_size, unlinked)
+        if not args.quick:
+            print("== a task of 2,000 claims (issue 23; p95 as a ratio to the floor) ==", flush=True)
+            big_task_cases(tmp, env)
         first_run_cost(env, workspace, tries=2 if args.quick else 8)
 
 

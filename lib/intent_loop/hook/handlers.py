@@ -148,6 +148,7 @@ class HookContext:
         (a repair, a refusal found after the answer), for the next prompt's receipt."""
         from intent_loop.ops.receipts import guard_news
 
+        self._seen_record = None  # read again: after the answer, the next prompt may have written it since
         record = self._seen()
         record["guard_file"] = self.guard_signature()
         news = guard_news(result)

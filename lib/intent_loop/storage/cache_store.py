@@ -51,14 +51,19 @@ class Untrusted(Exception):
     """A shard or pointer the root vouches for does not check out: the cache must not be believed."""
 
 
+# A cache file holds one shard, page or root: far less than this even for a task of 100,000 claims.
+# A bigger one (a huge sparse file put there) is damaged: it is never read whole, and gets rebuilt.
+FRAMED_CAP = 64 << 20
+
+
 def read_framed(path):
-    """The JSON body of a `<sha256>\\n<body>` file, or None when missing, unsafe or damaged."""
+    """The JSON body of a `<sha256>\\n<body>` file, or None when missing, unsafe, too big or damaged
+    (read without following a link, never blocking on a FIFO, at most FRAMED_CAP bytes)."""
     try:
-        if paths_mod.check_regular_file(path) is None:
-            return None
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = paths_mod.read_capped(path, FRAMED_CAP)
     except (OSError, IntentLoopError):
+        return None
+    if data is None:
         return None
     digest, body = data[:64], data[65:]
     if data[64:65] != b"\n" or sha256_hex(body).encode() != digest:

@@ -13,6 +13,8 @@ reducers (tests' counters) keep their whole state in the root. Formats 1 (`cache
 and 2 (`cache/v2.root`, one flat shard table) are ignored and removed on the first format-3 write.
 """
 
+import stat
+
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import cache_store, fast_os
 
@@ -147,10 +149,12 @@ def last_line_matches(paths, cached):
     if v.size == 0:
         return v.last_hash is None
     try:
-        fd = fast_os.open(paths.ledger, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
+        fd = fast_os.open(paths.ledger, fast_os.O_RDONLY | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK)
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(fast_os.fstat(fd).st_mode):  # a FIFO swapped in: never read, never blocks
+            return False
         data = fast_os.pread(fd, v.size - v.last_line_start, v.last_line_start)
     finally:
         fast_os.close(fd)

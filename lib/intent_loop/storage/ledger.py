@@ -7,6 +7,8 @@ writes both). Derived state (a caller-supplied reducer folded over the events) i
 checkpoint.
 """
 
+import stat
+
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import chain_marker, checkpoint, fast_os
 from intent_loop.storage import paths as paths_mod
@@ -235,9 +237,10 @@ def open_ledger(paths):
     st = paths_mod.check_regular_file(paths.ledger)
     if st is None:
         return None, None
-    fd = fast_os.open(paths.ledger, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
+    # O_NONBLOCK: a FIFO swapped in after the lstat must not hang the open (with the lock held)
+    fd = fast_os.open(paths.ledger, fast_os.O_RDONLY | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK)
     fst = fast_os.fstat(fd)
-    if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev):
+    if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev) or not stat.S_ISREG(fst.st_mode):
         fast_os.close(fd)
         raise paths_mod.unsafe(paths.ledger, "the ledger was swapped while opening it")
     return fd, fst
