@@ -107,7 +107,8 @@ def test_tui_shows_the_receipt_and_answers_show_locally(mock_model, codex_env):
         _submit(tmux, "intent: goal Fix the TUI receipt loop")  # a claim verb: it goes to the model too
         if not _wait_for(lambda: server.response_bodies(), min(deadline, time.monotonic() + 10)):
             tmux.press("Enter")  # a first Enter swallowed while the TUI was still busy
-        assert _wait_for(lambda: "intent-loop: recorded goal [" in tmux.screen(), deadline), tmux.screen()
+        receipt = "intent-loop: Guard contract v1; recorded goal ["  # the Guard line first (issue 22)
+        assert _wait_for(lambda: receipt in tmux.screen(), deadline), tmux.screen()
         assert _wait_for(lambda: "Done." in tmux.screen(), deadline), tmux.screen()
         requests = len(server.response_bodies())
 
@@ -136,7 +137,8 @@ def test_tui_local_command_typed_while_a_turn_runs(mock_model, codex_env):
     try:
         _start(tmux, deadline)
         _submit(tmux, "intent: goal Fix the steering loop")
-        assert _wait_for(lambda: "intent-loop: recorded goal [" in tmux.screen(), deadline), tmux.screen()
+        receipt = "intent-loop: Guard contract v1; recorded goal ["  # the Guard line first (issue 22)
+        assert _wait_for(lambda: receipt in tmux.screen(), deadline), tmux.screen()
         server.gate.clear()
         _submit(tmux, "Now a second turn that the model is slow to answer")
         assert _wait_for(lambda: len(server.response_bodies()) >= 2, deadline), tmux.screen()
