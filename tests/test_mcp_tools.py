@@ -450,3 +450,21 @@ def test_an_agent_cannot_flood_a_task_per_call_or_in_all(server, env, ws):
     assert events(env, ws)[0].count == before + 2  # the two imports; the refusals wrote nothing
     # the user's own typing is never limited by what the agent recorded
     assert "recorded must" in typed(env, ws, "intent: must keep the API", turn="turn-9")["systemMessage"]
+
+
+def test_a_proposal_is_announced_whole_with_its_verb_and_scope(server, env, ws):
+    """Issue 23: the user confirms what they read: the full text, the verb and the scope (an
+    `always` proposal reaches every later task, and says so), never a clipped line."""
+    typed(env, ws, "intent: goal Ship the parser")
+    statement = "prefer the standard library over new dependencies whenever the standard library has it " * 2
+    long_one = call(server, ws, "intent_add_explicit", {"statement": statement.strip(), "verb": "prefer"})
+    always = call(server, ws, "intent_add_explicit", {"statement": "run the linter before each commit",
+                                                      "verb": "always"})
+    answer = typed(env, ws, "please go on", turn="turn-1")
+    message = answer["systemMessage"]
+    for proposal, words, scope in ((long_one, statement.strip(), "for this task"),
+                                   (always, "run the linter before each commit", "for every later task too")):
+        short = proposal["result"]["proposal_ids"][0][:8]
+        assert f"agent proposes [{short}] " in message and words in message and scope in message, message
+        assert f"`intent: confirm {short}` makes it yours" in message
+    assert "…" not in message

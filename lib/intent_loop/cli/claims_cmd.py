@@ -158,9 +158,11 @@ def cmd_claim_add(args, console):
 
 def _propose(args, console, fields):
     """`claim add` run by the agent's shell: the agent's proposal, confirmed only by the user's typing."""
+    from intent_loop.intent.claims import check_proposal_text
     from intent_loop.storage.ledger import Draft
     from intent_loop.storage.paths import session_hash
 
+    check_proposal_text(fields["statement"])  # shown whole before the user confirms it
     thread = console.env.get("CODEX_THREAD_ID")
     session = session_hash(thread) if thread else None
 

@@ -35,7 +35,24 @@ def terminal_safe(text):
     global _ESCAPES
     if _ESCAPES is None:
         _ESCAPES = _escapes()
-    return text.translate(_ESCAPES)
+    text = text.translate(_ESCAPES)
+    if text.isascii():
+        return text
+    from intent_loop.intent.claims import unsafe_characters
+
+    for ch in unsafe_characters(text):  # the invisible format characters (Cf, TAG block) left
+        if ch != "\n":
+            text = text.replace(ch, _json_escape(ch))
+    return text
+
+
+def _json_escape(ch):
+    """`\\uXXXX`, as a surrogate pair above the BMP: valid in JSON strings and plain to read."""
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 class Console:

@@ -10,6 +10,7 @@ from intent_loop.cli.common import (
     load_checkpointed,
     load_state,
     pick_task,
+    terminal_safe,
 )
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
@@ -290,10 +291,11 @@ class _Printer:
 
     def row(self, row):
         out = self.console.stdout
-        if self.mode == "jsonl":
-            out.write(self.json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n")
+        if self.mode == "jsonl":  # terminal_safe: bidi and format characters escaped, still JSON
+            out.write(terminal_safe(self.json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+                      + "\n")
         elif self.mode == "json":
-            text = self.json.dumps(row, sort_keys=True, indent=2, ensure_ascii=False)
+            text = terminal_safe(self.json.dumps(row, sort_keys=True, indent=2, ensure_ascii=False))
             out.write(("{\n  \"events\": [\n" if self.count == 0 else ",\n")
                       + "\n".join("    " + line for line in text.split("\n")))
         else:

@@ -68,7 +68,9 @@ def cmd_export(args, console):
     if not args.output:
         if args.force:
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "--force only makes sense with -o FILE")
-        console.stdout.write(data.decode("utf-8"))
+        from intent_loop.cli.common import terminal_safe  # bidi and format characters escaped, still JSON
+
+        console.stdout.write(terminal_safe(data.decode("utf-8")))
         return 0
     target = os.path.join(console.cwd, args.output)
     written = graph_export.write_export(target, data, force=args.force)

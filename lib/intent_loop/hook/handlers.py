@@ -482,11 +482,13 @@ def _announce_proposals(ctx, state, answer, items=None):
     if not proposals:
         return
     from intent_loop.hook.prompt_answer import proposal_items, receipt_line
+    from intent_loop.intent.continuity import Place
 
+    named = proposal_items(proposals, session_task=Place(state, ctx.paths, ctx.session).task_id)
     if items is not None:  # a receipt being built: the proposals join its items
-        items.extend(proposal_items(proposals))
+        items.extend(named)
         return
-    answer["system_message"] = receipt_line(proposal_items(proposals))
+    answer["system_message"] = receipt_line(named)
 
 
 def _with_change_note(ctx, view):

@@ -89,10 +89,12 @@ def _rows(items):
 SHOWN_PROPOSALS = 2  # named one by one; the rest are a count (issue 13: at most two lines)
 
 
-def proposal_items(proposals):
-    """The agent's new proposals for the user's receipt line: never the user's words until confirmed."""
-    items = [f"agent proposes [{c['candidate_id'][:8]}] \"{_clipped(c['statement'], 60)}\": "
-             f"`intent: confirm {c['candidate_id'][:8]}` makes it yours" for c in proposals[:SHOWN_PROPOSALS]]
+def proposal_items(proposals, *, session_task=None):
+    """The agent's new proposals for the user's receipt line, whole (verb, text, scope: never
+    clipped, so what the user confirms is what they read): never the user's words until confirmed."""
+    from intent_loop.intent.views import proposal_text
+
+    items = [Pinned(proposal_text(c, session_task=session_task)) for c in proposals[:SHOWN_PROPOSALS]]
     if len(proposals) > SHOWN_PROPOSALS:
         items.append(f"+{len(proposals) - SHOWN_PROPOSALS} more agent proposals: `intent-loop candidate list`")
     return items

@@ -43,13 +43,48 @@ UNSAFE_CHARACTERS = frozenset([chr(c) for c in range(0x20) if c != 0x09] + ["\x7
                               + [chr(c) for c in range(0x2066, 0x206A)] + ["\u2028", "\u2029"])
 
 
+TAG_BLOCK = range(0xE0000, 0xE0080)  # Unicode TAG characters: invisible letters that can spell an instruction
+
+
+def unsafe_characters(text):
+    """The characters of `text` that THE text rule refuses, sorted: UNSAFE_CHARACTERS, and every
+    format character (Unicode category Cf: zero-width spaces and joiners, U+FEFF, the soft hyphen,
+    U+2060-2064, ...) and the TAG block, which render as nothing while the model reads them."""
+    bad = {ch for ch in text if ch in UNSAFE_CHARACTERS}
+    if not text.isascii():  # ASCII text, nearly all of it, never loads unicodedata
+        import unicodedata
+
+        bad.update(ch for ch in set(text) if ord(ch) >= 0xA0 and (ord(ch) in TAG_BLOCK
+                                                                    or unicodedata.category(ch) == "Cf"))
+    return sorted(bad)
+
+
+# An agent's proposal is shown whole (verb, scope and every word) in the receipt line before the
+# user confirms it, so it is short enough for that line, and holds nothing that could pass for a
+# command the user should type (a fake "`intent: confirm <other id>` makes it yours").
+MAX_PROPOSAL_CHARS = 240
+
+
+def check_proposal_text(statement):
+    """INVALID_STATEMENT or INVALID_TEXT for a proposed statement the user could not read whole, or
+    that holds a backtick or `intent:` (the words of a command); every proposal path calls it."""
+    if len(statement) > MAX_PROPOSAL_CHARS:
+        raise IntentLoopError(ErrorCode.INVALID_STATEMENT, (
+            f"a proposal is at most {MAX_PROPOSAL_CHARS} characters, so the user reads all of it before confirming "
+            f"(got {len(statement)}); propose shorter, atomic statements"))
+    if "`" in statement or "intent:" in statement.casefold().replace(" ", ""):
+        raise IntentLoopError(ErrorCode.INVALID_TEXT, "a proposal may not hold backticks or `intent:`: the user "
+                                                      "confirms only what intent-loop words as a command")
+
+
 def check_characters(text, what="a claim statement"):
-    """INVALID_TEXT when `text` holds a control or bidi character (see UNSAFE_CHARACTERS)."""
-    bad = sorted({ch for ch in text if ch in UNSAFE_CHARACTERS})
+    """INVALID_TEXT when `text` holds a control, bidi or invisible format character (the one text
+    rule of every entry path: typing, CLI, import, MCP statements, labels and excerpts)."""
+    bad = unsafe_characters(text)
     if bad:
         shown = ", ".join(f"U+{ord(ch):04X}" for ch in bad[:4])
-        raise IntentLoopError(ErrorCode.INVALID_TEXT,
-                              f"{what} may not hold control or bidi characters ({shown}); retype it without them")
+        raise IntentLoopError(ErrorCode.INVALID_TEXT, f"{what} may not hold control, bidi or invisible format "
+                                                      f"characters ({shown}); retype it without them")
 
 
 def _has_lone_surrogate(text):

@@ -46,6 +46,23 @@ def _label_for(claim):
         return claim["facets"][0]
 
 
+SCOPE_WORDS = {"task": "for this task", "long_term": "for every later task too"}
+
+
+def proposal_text(candidate, *, session_task=None):
+    """An agent's proposal as the user must read it before confirming: its id, verb, full text and
+    scope (never clipped: a proposal is at most claims.MAX_PROPOSAL_CHARS), and, when the agent
+    proposed it for another task than the session's, that it joins the session's task."""
+    short = candidate["candidate_id"][:8]
+    claim = {"claim_id": candidate["candidate_id"], "statement": candidate["statement"],
+             "facets": candidate["facets"], "scope": candidate.get("scope", "long_term")}
+    line = claim_line(claim).split("] ", 1)[1]  # `must: keep the API` (the verb for an unprefixed one)
+    where = SCOPE_WORDS.get(claim["scope"], claim["scope"])
+    if session_task is not None and candidate.get("task_id") not in (None, session_task):
+        where += f"; proposed for task {candidate['task_id'][:8]}, it would join task {session_task[:8]}"
+    return f"agent proposes [{short}] {line} ({where}): `intent: confirm {short}` makes it yours"
+
+
 def durable_records(state, task_id):
     """Active long-term claims of the project's other tasks: durable rules carry across tasks."""
     index = state.get("durable")

@@ -65,6 +65,7 @@ def excerpt(value):
     text = redacted(value)
     if len(text) > claims_mod.MAX_EXCERPT:
         raise invalid(f"excerpt is at most {claims_mod.MAX_EXCERPT} characters after redaction (got {len(text)})")
+    claims_mod.check_characters(text, "an excerpt")  # the same text rule as every statement
     return text
 
 

@@ -155,6 +155,7 @@ def proposal_fields(item, *, where="statement"):
             raise arg.invalid(f"{where}: a proposal's facet is one of {', '.join(FACET_VERBS)} (or give a verb)")
     arg.statement(item.get("statement"))  # the raw-length and type checks, before the grammar
     facet, scope, statement = build_claim(verb, item["statement"])
+    claims_mod.check_proposal_text(statement)
     return {"statement": statement, "facets": [facet], "scope": scope, "verb": verb.lower()}
 
 
