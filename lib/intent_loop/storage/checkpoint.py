@@ -214,8 +214,8 @@ def save(paths, reducer, verified, st):
             "identity": _identity(st), "verified": checkpoint, "state": root_state, "gen": gen,
             "pages": pages, "recent": recent,
         })
-    except (IntentLoopError, ValueError, cache_store.Untrusted):
-        # ValueError: a state holding text without its position; Untrusted: a page this save
+    except (IntentLoopError, OSError, ValueError, cache_store.Untrusted):
+        # OSError: a full disk; ValueError: a state holding text without its position; Untrusted: a page this save
         # needed and no read had checked yet is damaged (the next read recovers and rewrites all)
         return
     if on_saved is not None:

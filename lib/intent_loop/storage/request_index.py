@@ -271,6 +271,14 @@ def record(tx, request_id, offset, last_hash):
         fast_os.close(table.fd)
 
 
+def ask_for_rebuild(tx):
+    """The transaction's index write failed (a full disk): rebuild the table after the answer."""
+    try:
+        _ask_for_rebuild(tx)
+    except (OSError, IntentLoopError):
+        pass  # the table is derived: the next reader that finds it behind rebuilds it
+
+
 def _ask_for_rebuild(tx):
     """Have the table rebuilt once the answer is out, for the verified prefix as the transaction
     leaves it (read when the job runs, so it includes what this mutation appended)."""

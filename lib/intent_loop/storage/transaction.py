@@ -170,7 +170,13 @@ class Transaction:
         self._advance(lines, events, first_offset)
         from intent_loop.storage import request_index
 
-        request_index.record(self, request_id, first_offset, events[-1]["event_hash"])
+        try:
+            request_index.record(self, request_id, first_offset, events[-1]["event_hash"])
+        except (OSError, IntentLoopError):
+            # After the ledger's sync everything is derived: a full disk here costs the index a
+            # rebuild, never the answer "recorded" (the events are on disk, a retype would duplicate)
+            self.index_end = None
+            request_index.ask_for_rebuild(self)
         if self.durability_uncertain:
             raise IntentLoopError(
                 ErrorCode.DURABILITY_UNCERTAIN,
