@@ -222,3 +222,23 @@ def test_a_locally_answered_change_reaches_the_models_next_change_note(env, ws, 
     assert note.startswith("intent-loop: the user changed the recorded intent in prompts answered without you")
     words = {"approve": "approved [", "confirm": "confirmed [", "dismiss": "dismissed [", "drop": "dropped ["}
     assert words[verb] in note
+
+
+@pytest.mark.parametrize("line, told", [
+    ("- intent: goal ship it", "inside a list"), ("* intent: must keep the API", "inside a list"),
+    ("+ intent: forbid action:network", "inside a list"), ("1. intent: goal ship it", "inside a list"),
+    ("12) intent: goal ship it", "inside a list"), ("   - intent: goal ship it", "inside a list"),
+    ("`intent: goal ship it`", "wrapped in backticks"), ("> intent: goal ship it", None),
+])
+def test_a_near_command_line_is_never_run_and_always_told(env, ws, line, told):
+    """Issue 25: pasted text must not become commands, and an intended line is never ignored unsaid."""
+    prompt = f"Here is the plan:\n{line}\nThanks"
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, prompt, turn="t-near"), env)
+    assert "decision" not in answer  # the prompt goes on to the model
+    assert not os.path.exists(os.path.join(env["INTENT_LOOP_DATA_DIR"], "projects"))  # nothing recorded
+    if told is None:  # a quoted line is prose, silently
+        assert answer == {"continue": True}
+    else:
+        message = answer["systemMessage"]
+        assert "line 2 rejected (NEAR_COMMAND)" in message and told in message, message
+        assert "type it" in message

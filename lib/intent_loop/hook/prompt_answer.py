@@ -14,7 +14,8 @@ def is_local_only(prompt, commands):
     (one accepted claim verb or one prose line sends the prompt to the model)."""
     lines = prompt.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     non_blank = sum(1 for line in lines if line.strip())
-    return bool(commands) and non_blank == len(commands) and all(c.kind != "claim" for c in commands)
+    # a line that only looks like a command (a list item, backticks) counts as prose: it goes on
+    return bool(commands) and non_blank == len(commands) and all(c.kind not in ("claim", "near") for c in commands)
 
 
 def receipt_items(receipt, *, notice=None):

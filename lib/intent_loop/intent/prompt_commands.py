@@ -4,7 +4,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.claim_text import MAX_RAW_CHARS, build_claim, redacted, trimmed
 from intent_loop.intent.claim_verbs import CLAIM_SPECS, MANAGE_VERBS, TWO_WORD_VERBS, unknown_verb_reason
 from intent_loop.intent.claims import check_characters, has_line_break
-from intent_loop.intent.prompt_scan import MARKER, has_command
+from intent_loop.intent.prompt_scan import MARKER, has_command, near_command_kind
 
 # No re, json, typing, enum, dataclasses or difflib here: this module runs inside a hook on every
 # prompt that holds a command, and each of those imports costs more than the hook's budget
@@ -62,6 +62,20 @@ class Rejection(_Record):
         self.reason = reason
 
 
+class NearCommand(Rejection):
+    """A line that looks like an `intent:` command inside a list or backticks: never run, always
+    told (with how to type it), and prose for everything else (the prompt still reaches the model)."""
+
+    __slots__ = ()
+    kind = "near"
+
+
+_NEAR_REASONS = {
+    "list": "looks like an `intent:` command inside a list, so it was not run; type it at the start of its own line",
+    "backticks": "is an `intent:` command wrapped in backticks, so it was not run; type it without them",
+}
+
+
 def parse_prompt(prompt):
     """One Command or Rejection per `intent:` line, in prompt order; prose lines yield nothing."""
     if not has_command(prompt):
@@ -72,6 +86,11 @@ def parse_prompt(prompt):
         head = line.lstrip(" \t")
         if head[: len(MARKER)].lower() == MARKER:
             results.append(_parse_line(head[len(MARKER):], number))
+            continue
+        at = line.lower().find(MARKER)
+        near = near_command_kind(line[:at]) if at > 0 else None
+        if near is not None and (near != "backticks" or line.rstrip(" \t").endswith("`")):
+            results.append(NearCommand(number, None, ErrorCode.NEAR_COMMAND, _NEAR_REASONS[near]))
     return results
 
 

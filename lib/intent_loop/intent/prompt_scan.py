@@ -5,7 +5,8 @@ MARKER = "intent:"
 
 
 def has_command(prompt):
-    """True when some line starts (after spaces/tabs) with `intent:`, case-insensitively."""
+    """True when some line starts (after spaces/tabs) with `intent:`, case-insensitively, or looks
+    like one inside a list or backticks (near_command_kind: the parser then tells the user)."""
     if ":" not in prompt:  # most prompts: one C-speed scan, no allocation
         return False
     # Only ASCII letters lower onto `intent:` (U+0130 lowers to two characters), and nothing lowers
@@ -13,10 +14,34 @@ def has_command(prompt):
     lowered = prompt.lower()
     at = lowered.find(MARKER)
     while at != -1:
-        if _starts_line(lowered, at):
+        if _starts_line(lowered, at) or near_command_kind(_line_head(lowered, at)) is not None:
             return True
         at = lowered.find(MARKER, at + len(MARKER))
     return False
+
+
+def _line_head(text, at):
+    """What stands on the line before position `at`."""
+    start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+    return text[start:at]
+
+
+LIST_MARKERS = ("- ", "* ", "+ ")
+
+
+def near_command_kind(head):
+    """"list" when `head` (the line before `intent:`) is a list marker (`- `, `* `, `+ `, `1. `,
+    `1) `), "backticks" when it is a backtick, else None. Such a line is never run: pasted text
+    must not become commands. A quoted line (`> intent: ...`) is prose and is not told."""
+    head = head.lstrip(" \t")
+    if head == "`":
+        return "backticks"
+    if head in LIST_MARKERS:
+        return "list"
+    number = head.rstrip(" ")
+    if number[:-1].isdigit() and number[-1:] in ".)" and head.endswith(" ") and len(number) <= 4:
+        return "list"
+    return None
 
 
 def _starts_line(text, at):
