@@ -37,3 +37,19 @@ def test_debug_variable_shows_the_traceback(monkeypatch, tmp_path):
     assert rc == 3
     assert "Traceback (most recent call last)" in err and "broken_status" in err
     assert err.rstrip().splitlines()[-1].startswith("intent-loop: INTERNAL_ERROR:")
+
+
+def test_a_bare_intent_loop_and_help_print_the_help_and_succeed(capsys):
+    """Issue 25: what a person types first is neither a usage error nor an invalid choice."""
+    import io
+
+    from intent_loop.cli.common import Console
+    from intent_loop.cli.main import main
+
+    for argv in ([], ["help"]):
+        console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env={})
+        assert main(argv, console=console) == 0
+        assert "COMMAND" in console.stdout.getvalue() and "status" in console.stdout.getvalue()
+    console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env={})
+    assert main(["help", "show"], console=console) == 0  # argparse prints a command's --help itself
+    assert "--max-chars" in capsys.readouterr().out

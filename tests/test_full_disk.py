@@ -8,8 +8,9 @@ import subprocess
 import uuid
 
 import pytest
-from helpers.mcp_client import McpServer
 from test_hooks import DIST, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
+
+from helpers.mcp_client import McpServer
 
 CLI = os.path.join(DIST, "intent-loop")
 FREE_LEVELS = (0, 700, 3000, 9000, 30000)  # bytes left free before the command

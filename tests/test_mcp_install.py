@@ -170,3 +170,12 @@ def test_in_the_agents_shell_claim_add_is_a_proposal_and_user_only_commands_are_
         assert json.loads(out)["error"]["code"] == "AGENT_SHELL", argv
     del cli.env["CODEX_TOOL_CALL_ID"], cli.env["CODEX_THREAD_ID"]
     assert cli.json("candidate", "confirm", proposed["proposal_id"][:8])["claim_id"]
+
+
+def test_install_then_uninstall_leaves_config_toml_byte_identical(tmp_path):
+    from intent_loop.cli import mcp_config
+
+    for original in ('model = "gpt"\n', 'model = "gpt"\n\n[features]\nhooks = true\n', ""):
+        installed = mcp_config.edited(original, mcp_config.table_text("/x/intent-loop-mcp", "/usr/bin/python3"),
+                                      str(tmp_path / "config.toml"))
+        assert mcp_config.edited(installed, None, str(tmp_path / "config.toml")) == original, repr(original)

@@ -257,3 +257,12 @@ def _typed_goal(env, ws, session_id):
     """The user types `intent: goal Ship the parser` in Codex session `session_id` (the real hook)."""
     answer = run_hook("UserPromptSubmit", env, cwd=ws, session_id=session_id, prompt="intent: goal Ship the parser")
     assert "recorded goal" in answer["systemMessage"]
+
+
+def test_idempotent_hints_say_whether_the_same_call_again_adds_something():
+    from intent_loop.mcp.tool_table import TOOLS
+
+    hints = {tool["name"]: tool["annotations"]["idempotentHint"] for tool in TOOLS}
+    adds = {"intent_add_explicit", "intent_add_inference", "intent_add_evidence", "intent_mark_unknown",
+            "intent_mark_dispute", "intent_start_task", "intent_import"}
+    assert {name for name, hint in hints.items() if not hint} == adds

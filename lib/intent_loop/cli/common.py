@@ -166,9 +166,8 @@ def show_group_help(parser):
     parser.set_defaults(func=show_help)
 
 
-def add_task_option(parser):
-    parser.add_argument("--task", metavar="ID",
-                        help="a task id or unique prefix (default: the most recently changed task)")
+def add_task_option(parser, *, default="the most recently changed task"):
+    parser.add_argument("--task", metavar="ID", help=f"a task id or unique prefix (default: {default})")
 
 
 def stable_dumps(value):

@@ -53,7 +53,7 @@ def register(subparsers):
                    help=f"show the newest N matching events (default {DEFAULT_LIMIT})")
     p.add_argument("--all", action="store_true", help="every matching event, verified from the first byte")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per event and line")
-    add_task_option(p)
+    add_task_option(p, default="every task")  # a timeline is the project's, unless narrowed
     p.add_argument("--session", metavar="ID", help="a Codex session id (matched by its hash)")
     p.add_argument("--actor", metavar="A", choices=("user", "agent", "evidence", "system"),
                    help="user, agent, evidence or system")

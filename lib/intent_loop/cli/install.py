@@ -30,10 +30,11 @@ TRUST_REMINDER = ("Codex skips untrusted hooks silently: start Codex, open `/hoo
 
 
 def register(subparsers):
-    p = subparsers.add_parser("install", help="add the intent-loop hooks to Codex's hooks.json (dry run by default)",
+    p = subparsers.add_parser("install", help="add the intent-loop hooks and MCP server to Codex (dry run by default)",
                               description="Merge the three intent-loop hook handlers into <codex-home>/hooks.json, "
-                                          "keeping every other hook. Without --apply nothing is written: the diff "
-                                          "is printed.")
+                                          "keeping every other hook, and register the MCP server "
+                                          "(intent-loop-mcp) as [mcp_servers.intent_loop] in <codex-home>/config.toml. "
+                                          "Without --apply nothing is written: the diff is printed.")
     _common_options(p)
     p.add_argument("--dist", metavar="DIR", help="directory holding the built hook binaries "
                                                  "(default: the directory of this intent-loop binary)")

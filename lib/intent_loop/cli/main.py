@@ -54,8 +54,14 @@ def main(argv=None, *, console=None):
     3 an internal error (a bug: INTERNAL_ERROR)."""
     console = console or Console()
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv == ["help"]:  # what a person types first: the help, and success
+        console.out(parser.format_help())
+        return EXIT_OK
+    if argv[0] == "help":  # `intent-loop help show` is `intent-loop show --help`
+        argv = [*argv[1:], "--help"]
     try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
     except _UsageError as exc:
         console.err(str(exc))
         return EXIT_USAGE

@@ -161,6 +161,8 @@ def edited(text, table, path):
     import tomllib
 
     kept, first = _without_ours(text or "")
+    if table is None and first is not None and first == len(kept) and first > 0 and not kept[first - 1].strip():
+        kept.pop()  # the blank line install put before our table at the end: uninstall leaves the file as it was
     if table is not None:
         block = table
         if first is None:

@@ -10,7 +10,11 @@ VERBS = ["goal", "object", "surface", "include", "exclude", "must", "must-not", 
          "done-when", "prefer", "tradeoff", "always"]
 
 _READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
-_WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+# idempotentHint means "the same arguments again have no further effect": true of the reads, of
+# replacing, invalidating or deleting one named record (a second call finds it gone) and of setting
+# a mode; false of the calls that add a record, since each call without a request_id adds another.
+_WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+_CHANGE = dict(_WRITE, idempotentHint=True)  # one named record changed: the same call again changes nothing
 _DESTRUCTIVE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
 
 _STR = {"type": "string"}
@@ -77,12 +81,12 @@ TOOLS = [
            "request_id": _REQUEST}, ["statement"]),
     _tool("intent_replace_claim", "Replace an agent claim",
           "Supersede a claim an agent recorded with a corrected one of the same kind. The user's own claims "
-          "cannot be replaced by a tool.", _WRITE,
+          "cannot be replaced by a tool.", _CHANGE,
           {"claim_id": _STR, "statement": _STATEMENT, "facets": _FACETS, "confidence": _CONFIDENCE,
            "excerpt": _EXCERPT, "task_id": _TASK, "request_id": _REQUEST}, ["claim_id", "statement"]),
     _tool("intent_invalidate", "Invalidate an agent claim",
           "Mark a claim an agent recorded as no longer valid (it stays in the history). The user's own claims "
-          "cannot be invalidated by a tool.", _WRITE,
+          "cannot be invalidated by a tool.", _CHANGE,
           {"claim_id": _STR, "task_id": _TASK, "request_id": _REQUEST}, ["claim_id"]),
     _tool("intent_list_candidates", "Open proposals and candidates",
           "Proposals waiting for the user's confirmation and long-term candidates of this project.", _READ, {}),
