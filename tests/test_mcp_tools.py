@@ -468,3 +468,39 @@ def test_a_proposal_is_announced_whole_with_its_verb_and_scope(server, env, ws):
         assert f"agent proposes [{short}] " in message and words in message and scope in message, message
         assert f"`intent: confirm {short}` makes it yours" in message
     assert "…" not in message
+
+
+def test_every_tools_first_text_is_one_sentence_a_person_can_read(server, env, ws):
+    """Issue 25: the TUI shows the first text content; it is one short line naming what was done and
+    the ids (a proposal: what the user types), while structuredContent keeps the envelope."""
+    from intent_loop.mcp.tool_table import TOOL_NAMES
+
+    typed(env, ws, "intent: goal Ship the parser")
+    proposal = call(server, ws, "intent_add_explicit", {"statement": "keep it small", "verb": "must"})
+    evidence = call(server, ws, "intent_add_evidence", {"statement": "tests pass"})
+    calls = {
+        "intent_status": {}, "intent_get_snapshot": {}, "intent_list_candidates": {}, "intent_export": {},
+        "intent_add_explicit": {"statement": "keep the docs", "verb": "must"},
+        "intent_add_evidence": {"statement": "lint is clean"},
+        "intent_add_inference": {"statement": "prefers small diffs", "confidence": 0.5},
+        "intent_mark_unknown": {"statement": "which browser"}, "intent_mark_dispute": {"statement": "two goals"},
+        "intent_replace_claim": {"claim_id": evidence["result"]["claim_id"][:8], "statement": "all tests pass"},
+        "intent_invalidate": {"claim_id": "ffffffff"}, "intent_start_task": {"label": "side"},
+        "intent_import": {"graph": {"format": "nope"}},
+        "intent_delete": {"proposal_id": proposal["result"]["proposal_ids"][0][:8]},
+        "intent_set_mode": {"mode": "private"},
+    }
+    assert set(calls) == TOOL_NAMES
+    for name, arguments in calls.items():
+        reply = server.request("tools/call", {"name": name, "arguments": arguments,
+                                              "_meta": mcp_client.codex_meta(ws, thread=SESSION, call=name)})
+        text = reply["result"]["content"][0]["text"]
+        envelope = reply["result"]["structuredContent"]
+        assert text.startswith("intent-loop: ") and "\n" not in text and len(text) <= 400, (name, text)
+        assert not text.removeprefix("intent-loop: ").startswith("{"), (name, text)
+        if envelope["ok"] and envelope["result"].get("proposal_ids"):
+            assert f"`intent: confirm {envelope['result']['proposal_ids'][0][:8]}`" in text
+        if not envelope["ok"]:
+            assert envelope["error"]["code"] in text
+        for claim_id in (envelope.get("result") or {}).get("claim_ids", [])[:1]:
+            assert claim_id[:8] in text, (name, text)

@@ -98,7 +98,8 @@ class McpServer:
         result = reply["result"]
         envelope = result["structuredContent"]
         assert result["isError"] is (not envelope["ok"])
-        assert json.loads(result["content"][0]["text"]) == envelope
+        assert result["content"][0]["text"].startswith("intent-loop: ")  # one sentence for a person
+        assert json.loads(result["content"][1]["text"]) == envelope
         return envelope
 
     def wait(self, timeout=10.0):

@@ -30,6 +30,46 @@ def failure(operation, exc, *, project_id=None, task_id=None):
 
 
 def tool_result(envelope):
-    """The MCP CallToolResult: Codex shows the model structuredContent; text is for other clients."""
-    return {"content": [{"type": "text", "text": dumps(envelope)}], "structuredContent": envelope,
-            "isError": not envelope["ok"]}
+    """The MCP CallToolResult: Codex shows the model structuredContent, and the TUI shows the user
+    the first text content, so that is one short sentence a person can read (what was done, the
+    ids, what the user types for a proposal); the envelope follows as the second text content, for
+    clients that read text only."""
+    return {"content": [{"type": "text", "text": sentence(envelope)}, {"type": "text", "text": dumps(envelope)}],
+            "structuredContent": envelope, "isError": not envelope["ok"]}
+
+
+_DONE = {
+    "intent_add_evidence": "recorded evidence", "intent_add_inference": "recorded an inference",
+    "intent_mark_unknown": "recorded an unknown", "intent_mark_dispute": "recorded a dispute",
+    "intent_replace_claim": "replaced the agent's claim", "intent_invalidate": "invalidated the agent's claim",
+    "intent_import": "imported", "intent_delete": "deleted", "intent_set_mode": "set the mode",
+    "intent_add_explicit": "proposed", "intent_start_task": "started task",
+}
+
+
+def sentence(envelope):
+    """One line for a person: `intent-loop: proposed [d4e58df6]; the user types `intent: confirm
+    d4e58df6` to make it theirs.` or the error's code and message."""
+    name = envelope.get("operation", "")
+    if not envelope["ok"]:
+        error = envelope["error"]
+        return f"intent-loop: {name} failed ({error['code']}): {error['message']}"
+    result = envelope.get("result") or {}
+    task = f" in task {envelope['task_id'][:8]}" if envelope.get("task_id") else ""
+    if name in ("intent_status", "intent_get_snapshot", "intent_list_candidates", "intent_export"):
+        what = {"intent_status": "status", "intent_get_snapshot": "the recorded intent",
+                "intent_list_candidates": f"{len(result.get('candidates', []))} open proposals and candidates",
+                "intent_export": "the task's graph"}[name]
+        return f"intent-loop: read {what}{task}."
+    ids = result.get("proposal_ids") or []
+    if ids:
+        shorts = " ".join(i[:8] for i in ids)
+        return (f"intent-loop: proposed [{shorts}]{task}, not the user's words; the user types "
+                f"`intent: confirm {shorts}` to make it theirs.")
+    if name == "intent_start_task":
+        started = str(result.get("started_task", ""))[:8]
+        return f"intent-loop: started task {started} (the agent's; no session follows it)."
+    claims = result.get("claim_ids") or []
+    named = f" [{' '.join(c[:8] for c in claims[:3])}{' ...' if len(claims) > 3 else ''}]" if claims else ""
+    again = " (a retry: already recorded)" if result.get("replayed") else ""
+    return f"intent-loop: {_DONE.get(name, 'done')}{named}{task}{again}."
