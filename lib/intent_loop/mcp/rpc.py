@@ -1,9 +1,86 @@
-"""Newline-delimited JSON-RPC 2.0 over stdio: reading capped lines, classifying messages, replies."""
+"""Newline-delimited JSON-RPC 2.0 over stdio: reading capped lines, classifying messages, replies,
+and the waits on stdin and stdout that SIGTERM ends (Shutdown)."""
+import _signal  # the C module: `import signal` builds enums
+import posix
+from select import POLLIN, POLLOUT, poll
+
 from intent_loop.storage import fast_os
 from intent_loop.storage.canonical import dumps, loads
 
+try:
+    from select import PIPE_BUF
+except ImportError:  # pragma: no cover - POSIX systems have it
+    PIPE_BUF = 512
+
 LINE_CAP = 4 * 1024 * 1024  # bytes of one message; a longer line is refused and skipped, never buffered
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = -32700, -32600, -32601, -32602, -32603
+
+
+class Shutdown:
+    """SIGTERM (and SIGINT) as a flag, never as an exception.
+
+    A handler that raised did so inside whatever the main thread was running (it was seen inside
+    CPython's compiler), and the server died with SIGSEGV instead of exiting 0. The handler now
+    only sets `requested`: the request under way runs to its end and the server stops before the
+    next one. The waits are where it could otherwise sit for good (stdin, as Codex sends no end
+    of input first; stdout, when the client has stopped reading): they poll the descriptor
+    together with the pipe the interpreter's C-level handler writes the signal's number into
+    (`_signal.set_wakeup_fd`), so a signal landing just before a poll still ends it. Until
+    `install()` (a Server driven in-process) the waits are plain blocking I/O.
+    """
+
+    SIGNALS = (_signal.SIGTERM, _signal.SIGINT)
+
+    def __init__(self):
+        self.requested = False
+        self.wake_fd = None
+
+    def install(self):
+        """Take over SIGTERM and SIGINT (from the main thread)."""
+        wake_fd, write_fd = posix.pipe()  # both ends close on exec
+        posix.set_blocking(wake_fd, False)
+        posix.set_blocking(write_fd, False)
+        _signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)  # before the handlers: no signal is missed
+        self.wake_fd = wake_fd
+        for signum in self.SIGNALS:
+            _signal.signal(signum, self.on_signal)
+
+    def on_signal(self, signum, frame):
+        self.requested = True  # nothing more: this runs between any two bytecodes of the main thread
+
+    def _drain(self):
+        """Empty the wakeup pipe; a number of ours sets `requested` (the C-level handler writes it
+        before the Python-level one runs, which may not have happened yet)."""
+        while True:
+            try:
+                data = posix.read(self.wake_fd, 64)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            if any(signum in data for signum in self.SIGNALS):
+                self.requested = True
+
+    def wait(self, fd, events):
+        """Whether `fd` is ready for `events` (POLLIN or POLLOUT): blocks until it is or until a
+        signal asks the server to stop; once stopping, it answers for this moment and never waits."""
+        if self.wake_fd is None:
+            return True  # not installed: the read or write itself blocks
+        poller = poll()
+        poller.register(fd, events)
+        if not self.requested:
+            poller.register(self.wake_fd, POLLIN)
+        while True:
+            ready = {ready_fd for ready_fd, _what in poller.poll(0 if self.requested else None)}
+            if self.wake_fd in ready:
+                self._drain()
+            if fd in ready:  # ready, hung up or in error: the read or write that follows says which
+                return True
+            if self.requested:
+                if self.wake_fd in ready:
+                    poller.unregister(self.wake_fd)
+                    continue  # one last look at `fd` alone, without waiting
+                return False
 
 
 class LineReader:
@@ -11,17 +88,21 @@ class LineReader:
 
     TOO_LONG = object()
 
-    def __init__(self, fd, *, cap=LINE_CAP):
+    def __init__(self, fd, *, cap=LINE_CAP, shutdown=None):
         self.fd = fd
         self.cap = cap
+        self.shutdown = Shutdown() if shutdown is None else shutdown
         self.buffer = b""
         self.skipping = False  # inside a line that is over the cap: drop bytes up to its newline
         self.eof = False
 
     def next_line(self):
-        """bytes of the next line (no newline), TOO_LONG, or None at end of input."""
+        """bytes of the next line (no newline), TOO_LONG, or None at end of input or once a signal
+        asked the server to stop (lines already read are then left unserved)."""
         scanned = 0  # bytes of the buffer known to hold no newline: a long line is scanned once
         while True:
+            if self.shutdown.requested:
+                return None
             at = self.buffer.find(b"\n", scanned)
             if at >= 0:
                 line, self.buffer, scanned = self.buffer[:at], self.buffer[at + 1:], 0
@@ -39,6 +120,9 @@ class LineReader:
             if self.eof:
                 line, self.buffer = self.buffer, b""
                 return None if self.skipping or not line.strip() else line
+            self.shutdown.wait(self.fd, POLLIN)
+            if self.shutdown.requested:
+                return None
             chunk = fast_os.read(self.fd, 1 << 16)
             if not chunk:
                 self.eof = True
@@ -47,16 +131,24 @@ class LineReader:
 
 
 class Writer:
-    """One message per line, written whole (a partial write is finished, EPIPE ends quietly)."""
+    """One message per line, written whole (a partial write is finished, EPIPE ends quietly).
 
-    def __init__(self, fd):
+    Written in pieces of at most PIPE_BUF bytes, each once a poll says the descriptor is writable,
+    which a pipe then takes without blocking: the server never sits in a write a signal cannot
+    end. Once stopping, what the client does not take at once is abandoned."""
+
+    def __init__(self, fd, *, shutdown=None):
         self.fd = fd
+        self.shutdown = Shutdown() if shutdown is None else shutdown
 
     def send(self, message):
         view = memoryview(dumps(message).encode("utf-8", "replace") + b"\n")
+        piece = PIPE_BUF if self.shutdown.wake_fd is not None else len(view)
         while view:
+            if not self.shutdown.wait(self.fd, POLLOUT):
+                return
             try:
-                view = view[fast_os.write(self.fd, view):]
+                view = view[fast_os.write(self.fd, view[:piece]):]
             except InterruptedError:
                 continue
 

@@ -4,7 +4,6 @@ Only what the handshake and `tools/list` need is imported at start: Codex lists 
 optional server only if they arrive within about one second of the session start
 (docs/mcp.md), and every module here is a slice of that. The tools load on the first call.
 """
-import _signal  # the C module: `import signal` builds enums
 import sys
 import time
 
@@ -20,17 +19,14 @@ INSTRUCTIONS = ("intent-loop: the user's recorded intent for this task. Read it 
                 "only proposes, and the user confirms by typing `intent: confirm <id>`.")
 
 
-class Terminated(BaseException):
-    """SIGTERM: a BaseException so no library code swallows it; the locked write in progress
-    unwinds (its lock released, temp files removed by the next writer) and the process exits 0."""
-
-
 class Server:
-    """One client connection over (stdin, stdout); `serve()` returns when the input ends."""
+    """One client connection over (stdin, stdout); `serve()` returns when the input ends or once
+    `shutdown` says a signal asked it to stop (after the request under way is answered)."""
 
-    def __init__(self, *, stdin_fd=0, stdout_fd=1, env=None, executable=None):
-        self.reader = rpc.LineReader(stdin_fd)
-        self.writer = rpc.Writer(stdout_fd)
+    def __init__(self, *, stdin_fd=0, stdout_fd=1, env=None, executable=None, shutdown=None):
+        self.shutdown = rpc.Shutdown() if shutdown is None else shutdown
+        self.reader = rpc.LineReader(stdin_fd, shutdown=self.shutdown)
+        self.writer = rpc.Writer(stdout_fd, shutdown=self.shutdown)
         self.env = fast_os.environment if env is None else env
         self.executable = executable
         self.client_capabilities = {}
@@ -39,9 +35,9 @@ class Server:
         self.tools = None  # intent_loop.mcp.tools, loaded on the first tools/call
 
     def serve(self):
-        while True:
+        while not self.shutdown.requested:
             message = self._next_message()
-            if message is None:
+            if message is None or self.shutdown.requested:
                 return
             try:
                 reply = self.handle(message)
@@ -152,14 +148,16 @@ class Server:
 
 
 def serve_stdio(*, env=None):
-    """The process's whole life: SIGTERM and end of input both end it with status 0."""
-    def on_term(signum, frame):
-        raise Terminated()
+    """The process's whole life: SIGTERM (or SIGINT) and end of input all end it with status 0.
 
-    _signal.signal(_signal.SIGTERM, on_term)
+    The signal handler only sets a flag (rpc.Shutdown): a write under way finishes, its lock
+    given back as usual, and the process exits before the next request. Nothing is imported or
+    compiled on the way out: `_exit` skips the interpreter's finalisation."""
+    shutdown = rpc.Shutdown()
+    shutdown.install()
     try:
-        Server(env=env, executable=sys.argv[0] if sys.argv else None).serve()
-    except (Terminated, BrokenPipeError, KeyboardInterrupt):
+        Server(env=env, executable=sys.argv[0] if sys.argv else None, shutdown=shutdown).serve()
+    except (BrokenPipeError, KeyboardInterrupt):
         pass
     fast_os._exit(0)
 

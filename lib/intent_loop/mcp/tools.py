@@ -27,7 +27,7 @@ class Tools:
         self.memory = PrivateMemory()
 
     def call(self, name, args, meta):
-        """The CallToolResult of one call; never raises (but Terminated, which ends the process)."""
+        """The CallToolResult of one call; never raises (SIGTERM only sets a flag: the call finishes)."""
         call = None
         try:
             call = Call(self, name, args, bind(meta, args, env=self.env, executable=self.executable,

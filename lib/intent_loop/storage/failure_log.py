@@ -23,14 +23,18 @@ def log_path(root):
 
 
 def record(env, event_name, where, exc, *, executable=None):
-    """Append one content-free line for `exc`, or touch the unlogged marker when that fails."""
-    logs = None
+    """Append one content-free line for `exc`, or touch the unlogged marker when that fails.
+
+    The marker goes only into a `logs/` that passed the log's own directory check: through a
+    `logs/` that is a link (to a directory outside the data root), nothing is written at all."""
+    logs = None  # set once `logs/` is known to be a real directory
     try:
         root, _how = paths_mod.resolve_data_root(env, executable=executable)
         if not paths_mod.check_real_directory(root):
             return
-        logs = fast_os.path.join(root, "logs")
-        paths_mod.ensure_directory(logs)
+        directory = fast_os.path.join(root, "logs")
+        paths_mod.ensure_directory(directory)  # UNSAFE_PATH for a link or non-directory
+        logs = directory
         path = log_path(root)
         st = paths_mod.check_regular_file(path)
         if st is not None and st.st_size > LOG_CAP:
@@ -47,7 +51,14 @@ def record(env, event_name, where, exc, *, executable=None):
 
 
 def _mark_unlogged(logs):
+    """Touch (or create) the marker in `logs`, a directory that passed the check; it is checked
+    again here, as what stands there may have been swapped for a link since."""
     if logs is None:
+        return
+    try:
+        if not paths_mod.check_real_directory(logs):
+            return
+    except BaseException:
         return
     marker = fast_os.path.join(logs, UNLOGGED_MARKER)
     try:

@@ -234,9 +234,9 @@ class ProjectLock:
     def release(self):
         """Give the lock back. Never raises: the guarded work is already durable or rolled back.
 
-        SIGTERM and SIGINT are held back while it runs: a handler that raises (the MCP server's)
-        would otherwise leave the directory behind when the signal lands between its steps; they
-        are delivered as soon as the lock is given back."""
+        SIGTERM and SIGINT are held back while it runs: a handler that raises (the hooks' fail-open
+        handler exits) would otherwise leave the directory behind when the signal lands between its
+        steps; they are delivered as soon as the lock is given back."""
         blocked = _block_signals()
         try:
             self._release()
