@@ -238,6 +238,19 @@ POSITIVE_CASES = [
     (f"send mail with {SENDGRID} today", SENDGRID, "sendgrid_key"),
     (f'{{"sendgrid": "{SENDGRID}"}}', SENDGRID, "sendgrid_key"),
     (f"Authorization: Bearer {SENDGRID}", SENDGRID, "sendgrid_key"),
+    # issue 23, item 8 (version 3): a key after a key name and spaces alone, JSON inside a JSON string
+    (f"datadog api key {DATADOG}", DATADOG, "assignment"),
+    (f"heroku api key {HEROKU} for the deploy", HEROKU, "assignment"),
+    (f"DD_APP_KEY\t{DATADOG}", DATADOG, "assignment"),
+    (f"the newrelic license key {DATADOG}.", DATADOG, "assignment"),
+    (f"herokuApiKey {HEROKU.upper()}", HEROKU.upper(), "assignment"),
+    ('{\\"password\\": \\"hunter2-secret\\"}', "hunter2-secret", "assignment"),
+    ('"{\\"api_key\\":\\"abc123def456\\",\\"user\\":\\"bob\\"}"', "abc123def456", "assignment"),
+    ('{\\"token\\": \\"qwertyuiop\\"}', "qwertyuiop", "assignment"),
+    (f'{{\\"datadog_key\\": \\"{DATADOG}\\"}}', DATADOG, "assignment"),
+    ('{\\"client_secret\\": \\"Zx9\\\\\\"quoted\\"}', "quoted", "assignment"),  # an inner \"
+    ("{\\'password\\': \\'hunter2x\\'}", "hunter2x", "assignment"),
+    (f"key          : {DATADOG}", DATADOG, "assignment"),  # the pre-filter looked 8 characters ahead
     (f"Authorization: Basic {BASIC_SHORT}", BASIC_SHORT, "basic_credentials"),
     (f"the ci creds are {BASIC_SHORT}", BASIC_SHORT, "basic_credentials"),
     (f"basic auth header {BASIC_PADDED}", BASIC_PADDED, "basic_credentials"),
@@ -338,6 +351,18 @@ NEGATIVE_CASES = [
     "Makefile JavaScript TypeScript PostgreSQL Kubernetes",
     "the cache_key is name:version",
     "SG.dependency module",
+    # version 3's spaced key: only a hex key or a UUID, not after a key that is no secret
+    "primary key 3f2a9c1e-8b7d-4c6a-9e5f-1a2b3c4d5e6f",
+    "the cache_key e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "gpg --recv-key 9DC858229FC7DD38854AE2D88D81803C0EBFCD88",
+    "idempotencyKey 550e8400-e29b-41d4-a716-446655440000",
+    "key 12345678901234567890123456789012 is a number",
+    "press any key 0123456789abcdef to continue",
+    "api key abcdef0123456789",
+    '{\\"key\\": \\"name\\"}',
+    '{\\"token\\": \\"${TOKEN}\\"}',
+    '{\\"password\\": \\"\\"}',
+    'print("{\\"token\\": %s}" % token)',
 ]
 
 
@@ -415,7 +440,8 @@ def test_public_material_is_not_a_private_key():
 def test_markers_never_match_a_pattern(kind):
     marker = f"[REDACTED:{kind}]"
     for text in (marker, f"password = {marker}", f'"token": "{marker}"', f"API_KEY={marker}",
-                 f"https://{marker}@host", f"Bearer {marker}", f"the token is {marker}", marker * 3):
+                 f"https://{marker}@host", f"Bearer {marker}", f"the token is {marker}", marker * 3,
+                 f'{{\\"password\\": \\"{marker}\\"}}', f"datadog api key {marker}", f"key {marker}"):
         assert redact(text) == text
 
 
@@ -453,12 +479,15 @@ SECRET_SAMPLES = TOKEN_SECRETS + MINIMAL_SECRETS + [
     f"private_key_id: {GCP_KEY_ID}", "token: qwertyuiop", "token=abcd", f"DD_APP_KEY={DATADOG}", f"key: {HEROKU}",
     "my password is tr0ub4dor&3", "Basic dTpw", BASIC_SHORT, "mysql -pS3cret db", "sshpass -p pw1 ssh -p 22 h",
     "sshpass -ppw1 ssh", "curl -u a:pw1 h", "curl --user=a:pw1", "--password pw1",
+    f"datadog api key {DATADOG}", f"heroku api key {HEROKU}", f"key\t{DATADOG}", '{\\"password\\": \\"hunter2x\\"}',
+    f'\\"datadog_key\\":\\"{DATADOG}\\"', "\\'token\\': \\'a1b2c3\\'", f"key          : {DATADOG}",
 ]
 WORDS = ["the", "token", "password", "key", "secret", "auth", "Bearer", "is", "none", "sk", "ghp", "AKIA", "eyJ",
          "-----BEGIN", "PRIVATE KEY-----", "-----END", "https", "://", "user", "@", "host", "API_KEY", "${TOKEN}",
          "[REDACTED:jwt]", "REDACTED", "hex", "da39a3ee5e6b4b0d3255bfef95601890afd80709", "xoxb", "hf", "npm",
          "key", "KEY", "Basic", "basic", "mysql", "-p", "sshpass", "curl", "-u", "--user", "--password", "SG.",
-         "shpat_", "dop_v1_", "AGE-SECRET-KEY-1", "&", ",", ";", "qwertyuiop", "str", "is"]
+         "shpat_", "dop_v1_", "AGE-SECRET-KEY-1", "&", ",", ";", "qwertyuiop", "str", "is", "\\\"", "\\'",
+         "\\\\", "api key", "primary", " ", DATADOG, HEROKU]
 PUNCTUATION = list(" \n\t=:;,.'\"/@-_+()[]{}<>$*")
 
 
@@ -609,7 +638,10 @@ def test_three_megabytes_of_secrets_finish_quickly():
                                   "password='\\", "token is ", "x://a:", "http://a:b@", "bearer ", "sk-", "aB3",
                                   "eyJ.", "eyJ-", "github_pat_", "A", "key=", "key:", "token:", "token:a.",
                                   "TOKEN=ab=", "mysql -p", "curl -u a:", "sshpass -p ", "--password ", "SG.",
-                                  "basic ", "dTpwdw==", "token=a&"])
+                                  "basic ", "dTpwdw==", "token=a&", "key ", "key\t", "key 0", "key 0a",
+                                  "key 0123456789abcdef", "key 00000000-0000-", "api key 0a1b2c3d-",
+                                  '\\"password\\": \\"', '{\\"token\\":\\"a\\\\', "\\'secret\\': \\'",
+                                  '\\"key\\": \\"', 'token:\\"\\\\', "key\\'", 'password\\"'])
 def test_adversarial_input_is_linear(unit):
     text = unit * (3_000_000 // len(unit))
     started = time.perf_counter()
@@ -618,19 +650,35 @@ def test_adversarial_input_is_linear(unit):
     assert elapsed < 10.0, f"{unit!r}: {elapsed:.2f} s"  # measured 0.2-2 s; quadratic would take hours
 
 
+# A key name or an opened value, then 3 MB of what keeps a match going or makes it fail late.
+@pytest.mark.parametrize(("head", "filler"), [('{\\"password\\": \\"', "\\"), ('{\\"password\\": \\"', "a"),
+                                             ('\\"key\\": \\"', "0a"), ("datadog api key", " "), ("key ", "0"),
+                                             ("key", "\t "), ("key ", "0a1b2c3d-"), ("token\\", " ")])
+def test_adversarial_tail_is_linear(head, filler):
+    text = head + filler * (3_000_000 // len(filler))
+    started = time.perf_counter()
+    redact(text)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 10.0, f"{head!r} + {filler!r}: {elapsed:.2f} s"
+
+
 # The rules as released before version 2: `redact(text, version=1)` must reproduce them exactly, or
 # a prompt retried across the upgrade would get a new request id and be recorded twice.
 VERSION_1_COMMIT = "981fef67cd244c8be19b41b90bb8bac4ed586f9c"
 
 
 def _released_version_1():
+    return _released(VERSION_1_COMMIT, 1)
+
+
+def _released(commit, version):
     try:
-        source = subprocess.run(["git", "show", f"{VERSION_1_COMMIT}:lib/intent_loop/redact.py"], cwd=ROOT,
+        source = subprocess.run(["git", "show", f"{commit}:lib/intent_loop/redact.py"], cwd=ROOT,
                                 capture_output=True, text=True, timeout=60, check=True).stdout
     except (OSError, subprocess.SubprocessError):
-        pytest.skip("the git history holding redaction version 1 is not available")
-    module = types.ModuleType("released_redact_v1")
-    exec(compile(source, "released_redact_v1", "exec"), module.__dict__)
+        pytest.skip(f"the git history holding redaction version {version} is not available")
+    module = types.ModuleType(f"released_redact_v{version}")
+    exec(compile(source, f"released_redact_v{version}", "exec"), module.__dict__)
     return module
 
 
@@ -659,6 +707,113 @@ ISSUE_14_LEAKS = [
 def test_version_2_redacts_what_version_1_left(text, leaked):
     assert leaked in redact(text, version=1)
     assert leaked not in redact(text)
+
+
+# The rules as released before version 3 (issue 23): `redact(text, version=2)` reproduces them,
+# pre-filter included, for the former request id of a prompt retried across the upgrade.
+VERSION_2_COMMIT = "fb45b480b9516a60104b72898ba789d11e0252a8"
+
+
+def test_version_2_reproduces_the_released_rules():
+    released = _released(VERSION_2_COMMIT, 2)
+    assert released.VERSION == 2
+    texts = ([text for text, _secret, _kind in POSITIVE_CASES] + NEGATIVE_CASES + SECRET_SAMPLES + WORDS
+             + [text for text, _leaked in ISSUE_23_LEAKS])
+    rng = random.Random(23)
+    texts += [" ".join(rng.choice(SECRET_SAMPLES + WORDS + PUNCTUATION) for _ in range(8)) for _ in range(2000)]
+    texts += ["".join(rng.choice(SECRET_SAMPLES + WORDS + PUNCTUATION) for _ in range(8)) for _ in range(2000)]
+    assert [redact(text, version=2) for text in texts] == [released.redact(text) for text in texts]
+    assert [redact(text, version=1) for text in texts] == [released.redact(text, version=1) for text in texts]
+
+
+# Issue 23, item 8: (text, what version 2 left of the secret).
+ISSUE_23_LEAKS = [
+    (f"datadog api key {DATADOG}", DATADOG), (f"heroku api key {HEROKU}", HEROKU),
+    (f"DD_APP_KEY {DATADOG} make", DATADOG), (f"heroku_api_key\t{HEROKU}", HEROKU),
+    ('{\\"password\\": \\"hunter2-secret\\"}', "hunter2-secret"),
+    ('"{\\"api_key\\": \\"abc123def456\\"}"', "abc123def456"),
+    ('{\\"token\\":\\"qwertyuiop\\"}', "qwertyuiop"),
+    (f'{{\\"datadog_key\\": \\"{DATADOG}\\"}}', DATADOG),
+    ("{\\'secret\\': \\'s3cr3t-value\\'}", "s3cr3t-value"),
+    (f"key          : {DATADOG}", DATADOG),  # released pre-filter: `key` then 9 spaces was cleared
+]
+
+
+@pytest.mark.parametrize(("text", "leaked"), ISSUE_23_LEAKS)
+def test_version_3_redacts_what_version_2_left(text, leaked):
+    assert leaked in redact(text, version=2)
+    assert leaked not in redact(text)
+    assert redact_module.VERSION == 3
+
+
+# Every separator the assignment rule accepts between a key name and its value: a closing quote of
+# the key (plain or escaped), spaces and tabs, an operator, spaces and tabs; ` is `; and, for a key
+# name ending in `key` before a hex key or a UUID, spaces or tabs alone. Each with every value quote.
+KEY_QUOTES = ["", '"', "'", '\\"', "\\'"]
+OPERATORS = ["=", ":", ":=", "=>"]
+GAPS = ["", " ", "\t", "  ", " \t", "\t "]
+VALUE_QUOTES = KEY_QUOTES
+SEPARATORS = ([(close, before + op + after, value_quote) for close in KEY_QUOTES for before in GAPS
+               for op in OPERATORS for after in GAPS for value_quote in VALUE_QUOTES]
+              + [("", f"{before}is{after}", value_quote) for before in GAPS[1:] for after in GAPS[1:]
+                 for value_quote in VALUE_QUOTES])
+SPACED_SEPARATORS = [("", gap, "") for gap in GAPS[1:]]
+STRONG_KEYS = redact_module._ASSIGNMENT_KEYWORDS + ("private_key_id",)
+GENERIC_KEYS = ("key", "api key", "datadog api key", "heroku api key", "DD_APP_KEY", "datadog_key", "apiKey",
+                "x-api-key", "HEROKU_API_KEY", "app key", "secret key", "access key", "private key", "license key")
+CONTEXTS = [("", ""), ("{", "}"), ("config ", " and more"), ("- ", ", next"), ('"{', '}"'), ("", "\n"), ("", ";")]
+
+strong_values = st.text(alphabet=ALNUM + "-_.!@#%*~+/", min_size=8, max_size=40).filter(
+    lambda value: any(char.isdigit() for char in value))
+uuids = st.tuples(*(st.text(alphabet=HEX, min_size=n, max_size=n) for n in (8, 4, 4, 4, 12))).map("-".join)
+hex_keys = st.one_of(st.text(alphabet=HEX, min_size=32, max_size=48), uuids).filter(
+    lambda value: any(char.isdigit() for char in value) and any(char.isalpha() for char in value))
+generic_values = st.tuples(hex_keys, st.sampled_from((str.lower, str.upper))).map(lambda pair: pair[1](pair[0]))
+key_cases = st.sampled_from((str, str.upper, str.lower, str.title))
+
+
+def assignment(name, separator, value, context):
+    close, gap, value_quote = separator
+    before, after = context
+    # the key opens with the quote it closes with, the value closes with the one it opens with
+    return f"{before}{close}{name}{close}{gap}{value_quote}{value}{value_quote}{after}"
+
+
+def assert_value_is_gone(text, name, value):
+    redacted = redact(text)
+    assert value not in redacted, (text, redacted)
+    assert name in redacted and "[REDACTED:" in redacted, (text, redacted)
+    assert redact(redacted) == redacted
+    assert has_secret(redacted) is False
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(STRONG_KEYS), st.sampled_from(("", "DB_", "x-", "my", "client_")), key_cases,
+       st.sampled_from(SEPARATORS), strong_values, st.sampled_from(CONTEXTS))
+@example("password", "", str, ("\\\"", ": ", '\\"'), "hunter2-secret", ("{", "}"))
+def test_a_secret_key_value_never_survives_any_separator(keyword, prefix, case, separator, value, context):
+    name = case(prefix + keyword)
+    assert_value_is_gone(assignment(name, separator, value, context), name, value)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(GENERIC_KEYS), st.one_of(st.sampled_from(SEPARATORS), st.sampled_from(SPACED_SEPARATORS)),
+       generic_values, st.sampled_from(CONTEXTS))
+@example("datadog api key", ("", " ", ""), "0123456789abcdef0123456789abcdef", ("", ""))
+@example("heroku api key", ("", " ", ""), "12345678-1234-1234-1234-123456789abc", ("", ""))
+def test_a_key_never_survives_any_separator(name, separator, value, context):
+    assert_value_is_gone(assignment(name, separator, value, context), name, value)
+
+
+def test_every_separator_once():
+    """Not a sample: each of the separators above, with a strong and a generic key name."""
+    for separator in SEPARATORS + SPACED_SEPARATORS:
+        for name, value in (("datadog api key", DATADOG), ("heroku_api_key", HEROKU), ("key", DATADOG.upper())):
+            assert_value_is_gone(assignment(name, separator, value, ("{", "}")), name, value)
+        if separator not in SPACED_SEPARATORS:
+            for name in ("password", "DB_PASSWORD", "x-auth-token", "apiKey"):
+                assert_value_is_gone(assignment(name, separator, "s3cr3t!value", ("{", "}")), name, "s3cr3t!value")
+    assert len(SEPARATORS + SPACED_SEPARATORS) == 5 * 6 * 4 * 6 * 5 + 5 * 5 * 5 + 5
 
 
 PROSE_CORPUS = "pydoc_data/topics.py"  # the Python language reference and library topics, as prose

@@ -121,19 +121,21 @@ def test_no_secret_byte_is_stored_or_shown_on_any_path(env, ws):
 
 
 def test_a_prompt_retried_across_the_upgrade_is_recorded_once(env, ws, monkeypatch):
-    """The first attempt ran under version 1 (in-process, `redact` held at the released rules),
-    the retry runs the built binary: it finds the request under its version-1 id and replays it."""
+    """The first attempt ran under the previous version (in-process, `redact` held at the released
+    rules), the retry runs the built binary: it finds the request under its former id and replays it."""
     from intent_loop import redact as redact_module
     from intent_loop.hook import handlers, runtime
 
-    prompt = "intent: goal deploy the shop\nintent: must use token: qwertyuiop for the ci"
+    prompt = f"intent: goal deploy the shop\nintent: must use datadog api key {DATADOG} for the ci"
+    former_version = redact_module.VERSION - 1
     payload = {"session_id": "sess-upgrade", "cwd": ws, "hook_event_name": "UserPromptSubmit", "model": "m",
                "permission_mode": "default", "transcript_path": None, "turn_id": "t-retry", "prompt": prompt}
-    assert redact_module.redact(prompt, version=1) != redact_module.redact(prompt)  # the ids differ
+    assert redact_module.redact(prompt, version=former_version) != redact_module.redact(prompt)  # the ids differ
     released = redact_module.redact
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(redact_module, "redact", lambda text, *, version=1: released(text, version=1))
+    monkeypatch.setattr(redact_module, "redact",
+                        lambda text, *, version=former_version: released(text, version=former_version))
     with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout:
         fin.write(json.dumps(payload).encode())
         fin.seek(0)
@@ -165,7 +167,7 @@ def test_without_the_former_id_the_retry_would_be_a_new_request(env, ws):
     class Context:
         session = "s" * 64
 
-    prompt = "intent: must use token: qwertyuiop"
+    prompt = f"intent: must use datadog api key {DATADOG}"
     current, former = handlers._prompt_request_ids(Context(), {"turn_id": "t"}, prompt)
     assert former and former[0] != current
     assert handlers._prompt_request_ids(Context(), {"turn_id": "t"}, "intent: must keep it green")[1] == ()

@@ -7,7 +7,7 @@
 # hash that prompt request ids are made of: `redact(text, version=VERSION - 1)` reproduces the
 # previous rules, so a retry that spans an upgrade finds the id it was first recorded under
 # (hook.handlers, docs/upgrading.md). Rules marked `since` below are absent from earlier versions.
-VERSION = 2
+VERSION = 3
 
 # The order the patterns apply in; where two kinds could match the same characters the earlier wins.
 KINDS = (
@@ -53,6 +53,16 @@ _ASSIGNMENT_KEYWORDS = (
 # look like a generated key (see _is_generated_key): `key = name` is everyday code.
 _KEYWORDS_V2 = ("private_key_id", "privatekeyid", "private-key-id", "key")
 _GENERIC_KEYWORD = "key"
+# since 3: after a key name ending in `key` and spaces alone (`datadog api key 0a1b…`, `heroku api key
+# <uuid>`), only a hex key of 32 or more or a UUID (holding a letter and a digit, _is_generated_key),
+# unless the word before `key` names a key that is no secret (`primary key <uuid>`, `cache_key <sha>`).
+_SPACED_KEY = (r"(?P<spaced>(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,}+)"
+               r"(?![A-Za-z0-9+/=_-]))")
+_HEX_FIRST = frozenset("0123456789abcdef")
+_NON_SECRET_KEY_WORDS = ("primary", "foreign", "unique", "composite", "compound", "candidate", "surrogate", "natural",
+                         "partition", "sort", "shard", "routing", "index", "lookup", "hash", "cache", "dict", "object",
+                         "public", "gpg", "pgp", "recv", "idempotency", "dedup", "dedupe", "deduplication",
+                         "correlation")
 _TRIGGERS = ("-----begin", "://", "bearer") + _ASSIGNMENT_KEYWORDS + ("basic", "mysql", "mariadb", "sshpass", "--pass")
 _LONGEST_KEY_AND_SEPARATOR = max(map(len, _ASSIGNMENT_KEYWORDS + _KEYWORDS_V2)) + len(":=")
 
@@ -80,15 +90,24 @@ _COMMAND_PATTERN = (rf"(?=[msc-])(?:(?P<command>{_COMMAND_WORD})[^\n|;&]*+"
                     rf"|(?<![A-Za-z0-9_.-])(?P<option>{_LONG_PASSWORD_OPTION})(?P<value>{_VALUE}))")
 # Matched against ASCII-lowercased text, so the keyword alternation needs no (slow) IGNORECASE.
 _SEPARATOR = r"(?:[\"']?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+is[ \t]+)"
+# since 3: the key's closing quote may be escaped, as in JSON inside a JSON string (`{\"password\": …}`).
+_SEPARATOR_V3 = r"(?:(?:\\?[\"'])?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+is[ \t]+)"
 _QUOTED = r"\"(?P<dq>(?:[^\"\\\n]|\\.)*+)\"|'(?P<sq>(?:[^'\\\n]|\\.)*+)'"
+# since 3: a value between escaped quotes (`\"hunter2\"`), read as the inner string: an outer escape
+# (`\n`, `\/`), or an inner one (`\\` and the escaped character: `\\\"` is a quote inside the value).
+# Every character picks one branch, so the possessive body is one scan, and `\"` always ends it.
+_ESCAPED_BODY = r"(?:[^{q}\\\n]|\\[^{q}\\\n]|\\\\(?:[^{q}\\\n]|\\[^\n]))*+"
+_ESCAPED_QUOTED = (r"\\\"(?P<edq>" + _ESCAPED_BODY.format(q='"') + r")\\\""
+                   r"|\\'(?P<esq>" + _ESCAPED_BODY.format(q="'") + r")\\'")
 _BARE_V1 = r"(?P<bare>[^\s\"'`,;&()\[\]{}<>]++)"
 # since 2: `&`, `,` and `;` inside a value belong to it (`tr0ub4dor&3`) unless a space, a quote, the
 # end or another `name=` / `name:` follows (`?token=a1&page=2`, `token=a1;Path=/`).
 # since 2: the value after a generic `key`. Unquoted, only what a generated key is made of, `=` only
 # as final padding: holding no `:` or `=`, it hides no other assignment (_resume_after_declined_value).
 _GENERIC_QUOTED = _QUOTED.replace("?P<dq>", "?P<gdq>").replace("?P<sq>", "?P<gsq>")
+_GENERIC_ESCAPED_QUOTED = _ESCAPED_QUOTED.replace("?P<edq>", "?P<gedq>").replace("?P<esq>", "?P<gesq>")
 _GENERIC_BARE = r"(?P<gen>[A-Za-z0-9+_-]++(?:=++(?![A-Za-z0-9+_-]))?+)"
-_GENERIC_GROUPS = ("gdq", "gsq", "gen")
+_GENERIC_GROUPS = ("gdq", "gsq", "gen", "gedq", "gesq", "spaced")
 _BARE_V2 = (r"(?P<bare>(?:[^\s\"'`,;&()\[\]{}<>]|[&,;](?![\s\"'`]|\Z|[A-Za-z_][A-Za-z0-9_.-]*+[=:]))++)")
 # A possessive run is always tried first at its own start, so no lookbehind is needed; `=` only
 # as trailing padding, so `name=value` is judged as `value` alone.
@@ -134,7 +153,7 @@ def redact(text, *, version=VERSION):
     """`text` with every recognized secret replaced by `[REDACTED:<kind>]`; idempotent.
 
     `version` selects an earlier set of rules, only to recompute an id recorded before an upgrade."""
-    if not _may_contain_secret(text):
+    if not _may_contain_secret(text, version):
         return text
     return _apply_patterns(text, version=version)
 
@@ -148,10 +167,14 @@ def _marker(kind):
     return f"[REDACTED:{kind}]"
 
 
-def _may_contain_secret(text):
-    """Cheap and conservative: False only when no pattern can match (checked by a property test)."""
+def _may_contain_secret(text, version=VERSION):
+    """Cheap and conservative: False only when no pattern can match (checked by a property test).
+
+    For versions 1 and 2 it is the released pre-filter, gap included (`_has_key_assignment`), so
+    that `redact(text, version=2)` gives the id the released build gave."""
     folded = _fold_case(text)
-    if any(trigger in folded for trigger in _TRIGGERS) or "SG." in text or _has_key_assignment(folded):
+    key_separator = _has_key_separator(folded) if version >= 3 else _has_key_assignment(folded)
+    if any(trigger in folded for trigger in _TRIGGERS) or "SG." in text or key_separator:
         return True
     if "curl" in folded and "-u" in folded:
         return True
@@ -175,13 +198,38 @@ def _fold_case(text):
 
 
 def _has_key_assignment(folded):
-    """`key` followed by an assignment separator (`key:`, `KEY=`, `key" :`, `key is`): the generic rule."""
+    """Versions 1 and 2: `key` followed by an assignment separator (`key:`, `KEY=`, `key" :`, `key is`)
+    within 8 characters, so `key` + 9 spaces + `: <value>` was cleared (fixed in _has_key_separator)."""
     position = folded.find(_GENERIC_KEYWORD)
     while position >= 0:
         rest = folded[position + len(_GENERIC_KEYWORD):position + len(_GENERIC_KEYWORD) + 8].lstrip("\"'").lstrip(" \t")
         if rest[:1] in (":", "=") or rest.startswith("is"):
             return True
         position = folded.find(_GENERIC_KEYWORD, position + 1)
+    return False
+
+
+def _has_key_separator(folded):
+    """Since 3: `key`, an optional quote (`"`, `'`, `\\"`, `\\'`), any run of spaces or tabs, then `:`,
+    `=` or `is`; or spaces or tabs right after `key` and a hex digit. Every way the generic rule can
+    start, however many spaces; linear, since a space is skipped only for the `key` it follows."""
+    length = len(folded)
+    position = folded.find(_GENERIC_KEYWORD)
+    while position >= 0:
+        after = position + len(_GENERIC_KEYWORD)
+        if folded.startswith(("\\\"", "\\'"), after):
+            after += 2
+        elif folded[after:after + 1] in ("\"", "'"):
+            after += 1
+        end = after
+        while end < length and folded[end] in " \t":
+            end += 1
+        following = folded[end:end + 1]
+        if following in (":", "=") or folded.startswith("is", end):
+            return True
+        if end > after == position + len(_GENERIC_KEYWORD) and following in _HEX_FIRST:
+            return True
+        position = folded.find(_GENERIC_KEYWORD, max(end, position + len(_GENERIC_KEYWORD)))
     return False
 
 
@@ -217,8 +265,13 @@ def _compile_passes(version):
     keywords = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True) if word != _GENERIC_KEYWORD)
     # Only at the start of a run of body characters: one attempt per run keeps failing matches linear.
     prefixed_pattern = rf"(?={_first_chars(prefixes)})(?<![A-Za-z0-9_-])(?:{prefixed})(?![A-Za-z0-9_-])"
-    strong = f"(?P<key>{keywords}){_SEPARATOR}(?:{_QUOTED}|{_BARE_V2 if version >= 2 else _BARE_V1})"
-    generic = f"|{_GENERIC_KEYWORD}{_SEPARATOR}(?:{_GENERIC_QUOTED}|{_GENERIC_BARE})" if version >= 2 else ""
+    separator = _SEPARATOR_V3 if version >= 3 else _SEPARATOR
+    quoted, generic_quoted = (_QUOTED, _GENERIC_QUOTED) if version < 3 else (
+        f"{_QUOTED}|{_ESCAPED_QUOTED}", f"{_GENERIC_QUOTED}|{_GENERIC_ESCAPED_QUOTED}")
+    strong = f"(?P<key>{keywords}){separator}(?:{quoted}|{_BARE_V2 if version >= 2 else _BARE_V1})"
+    generic = f"|{_GENERIC_KEYWORD}{separator}(?:{generic_quoted}|{_GENERIC_BARE})" if version >= 2 else ""
+    if version >= 3:  # spaces alone, and only before a hex key or a UUID
+        generic += rf"|{_GENERIC_KEYWORD}[ \t]++{_SPACED_KEY}"
     assignment_pattern = rf"(?={_first_chars(words)})(?:{strong}{generic})"
     passes = [
         partial(re.compile(_PEM_PATTERN, flags).sub, _marker("private_key")),
@@ -384,7 +437,7 @@ def _resume_after_declined_value(text, match, value_start, value_end, *, version
     version 2 a lower-case word may pass where the whole value did not (`a.xtoken:qwertyuiop`):
     having no `:`, it follows the value's last `:`, which is rescanned from its key on.
     """
-    if match.lastgroup not in ("bare", "gen"):
+    if match.lastgroup not in ("bare", "gen", "spaced"):
         return value_start
     resume = value_end - _LONGEST_KEY_AND_SEPARATOR
     if match.lastgroup == "bare" and version >= 2:
@@ -396,11 +449,23 @@ def _resume_after_declined_value(text, match, value_start, value_end, *, version
 
 def _is_secret_value(text, match, value_start, value_end, *, version):
     value = text[value_start:value_end]
+    if match.lastgroup == "spaced" and _names_a_non_secret_key(text, match.start()):
+        return False
     if match.lastgroup in _GENERIC_GROUPS:
         return _is_generated_key(value) and not _is_placeholder(value)
     if match.lastgroup == "bare" and not _is_unquoted_secret(text, match, value, version=version):
         return False
     return not _is_placeholder(value)
+
+
+def _names_a_non_secret_key(text, key_start):
+    """The word right before a spaced `key` (after spaces, `_` or `-`, or glued: `cacheKey`) ends
+    with one that names a key that is no secret: `primary key <uuid>`, `cache_key <sha>`, `gpg key`."""
+    before = _fold_case(text[max(0, key_start - 40):key_start]).rstrip(" \t_-")
+    start = len(before)
+    while start and before[start - 1].isascii() and before[start - 1].isalnum():
+        start -= 1
+    return before[start:].endswith(_NON_SECRET_KEY_WORDS)
 
 
 def _is_generated_key(value):

@@ -1,6 +1,7 @@
 """What redaction costs, as ratios to `python3 -I -S -c pass` measured in the same run.
 
     python3 tests/bench/bench_redact.py [--lib DIR ...] [--detect-secrets SITE_PACKAGES] [--runs N]
+                                        [--adversarial [MB]]
 
 Each `--lib` is a `lib/` directory to measure (default: this checkout's; give main's too to compare
 before and after). Process figures are medians of fresh `python3 -I -S` runs that import the
@@ -9,7 +10,9 @@ imported), and with candidates (`re`, compiling the rules, the patterns). "+ for
 previous version's rules, which the prompt hook also compiles when a prompt holds a candidate (its
 former request id, docs/upgrading.md). In-process figures are warm per-prompt times. With
 `--detect-secrets`, the same for detect-secrets from that site-packages (scanning a prompt means
-writing it to a file: its API scans files).
+writing it to a file: its API scans files). With `--adversarial`, seconds to redact MB megabytes
+(default 3) of each input that keeps a pattern going or makes it fail late, under each lib's current
+rules, and the worst (tests/test_redact.py holds the same inputs under a 10 s bound).
 """
 import argparse
 import os
@@ -58,13 +61,40 @@ def warm_us(lib, text, *, version=None, repeat=2000):
     return float(out.stdout)
 
 
+# (head, repeated unit): the version 3 rules' worst cases, and the slowest earlier ones for scale.
+ADVERSARIAL = [("", "key "), ("", "key\t"), ("", "key 0a"), ("", "key 0123456789abcdef"), ("", "key 00000000-0000-"),
+               ("", "api key 0a1b2c3d-"), ("", '\\"password\\": \\"'), ("", '{\\"token\\":\\"a\\\\'),
+               ("", "\\'secret\\': \\'"), ("", '\\"key\\": \\"'), ("", 'token:\\"\\\\'), ("", 'password\\"'),
+               ('{\\"password\\": \\"', "\\"), ('{\\"password\\": \\"', "a"), ("datadog api key", " "),
+               ("key ", "0"), ("key ", "0a1b2c3d-"),
+               ("", "key:"), ("", "token is "), ("", "password=\""), ("", "mysql -p"), ("", "http://a:b@")]
+
+
+def adversarial_seconds(lib, head, unit, megabytes):
+    program = (f"import sys, time; sys.path.insert(0, {lib!r}); import intent_loop.redact as r\n"
+               f"t = {head!r} + {unit!r} * ({int(megabytes * 1_000_000)} // {len(unit)})\n"
+               "s = time.perf_counter(); r.redact(t); print(time.perf_counter() - s)")
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", program], check=True, capture_output=True, text=True)
+    return float(out.stdout)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib", action="append", help="a lib/ directory (repeatable)")
     parser.add_argument("--detect-secrets", help="site-packages holding detect-secrets")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--adversarial", type=float, nargs="?", const=3.0, metavar="MB",
+                        help="time the adversarial inputs instead (default 3 MB each)")
     args = parser.parse_args(argv)
     libs = args.lib or [os.path.join(REPO, "lib")]
+    if args.adversarial:
+        for lib in libs:
+            print(f"\n{lib}: seconds per {args.adversarial:g} MB")
+            times = [(adversarial_seconds(lib, head, unit, args.adversarial), head, unit) for head, unit in ADVERSARIAL]
+            for seconds, head, unit in times:
+                print(f"  {head + unit if head else unit!r:40} {seconds:6.2f}")
+            print(f"  {'worst':40} {max(times)[0]:6.2f}  ({max(times)[1] + max(times)[2]!r})")
+        return 0
     python = [sys.executable, "-I", "-S", "-c"]
     base = run(python + ["pass"], args.runs)
     print(f"python3 -I -S -c pass: {base * 1000:.1f} ms (= 1.00)")
