@@ -11,16 +11,15 @@ import time
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document
 from intent_loop.guard.file_state import guard_file_version, read_file_state  # noqa: F401 (re-exported)
+from intent_loop.guard.location import DEFAULT_PATH, provider_path  # noqa: F401 (re-exported)
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
-from intent_loop.intent.rule_grammar import js_trim
 from intent_loop.intent.state import active_claims, is_hook_visible, version_floor
 from intent_loop.storage import fast_os
 from intent_loop.storage.atomic import replace_atomically
 from intent_loop.storage.ledger import Draft
 from intent_loop.storage.timestamps import format_utc
 
-DEFAULT_PATH = (".execution-fidelity", "contract.json")
 DEFAULT_SURFACE = "repository"
 DEFAULT_EVIDENCE = {"requirement": "The user confirms the requested outcome was delivered",
                     "acceptable_sources": ["user"]}
@@ -29,15 +28,6 @@ _LIST_FIELDS = {"scope include": ("scope", "include"), "scope exclude": ("scope"
                 "must": ("must_and_must_not", "must"), "must not": ("must_and_must_not", "must_not"),
                 "allow": ("authorization", "allowed"), "ask": ("authorization", "requires_user"),
                 "forbid": ("authorization", "forbidden")}
-
-
-def provider_path(workspace, env):
-    """Where Guard 0.2.2 reads the contract: `path.resolve(cwd, EFG_CONTRACT_PATH.trim())`, a blank
-    value meaning unset, else <cwd>/.execution-fidelity/contract.json (lexical, no realpath)."""
-    configured = js_trim(env.get("EFG_CONTRACT_PATH") or "")  # as Guard 0.2.2 trims it (not str.strip)
-    if configured:
-        return fast_os.path.normpath(fast_os.path.join(workspace, configured))
-    return fast_os.path.join(workspace, *DEFAULT_PATH)
 
 
 def guard_file(cwd, env, *, project_root):

@@ -132,7 +132,7 @@ class HookContext:
     def guard_signature(self):
         """(size, mtime, inode) of the Guard file Guard reads for this session, or None: one lstat,
         compared with what the last refresh left, decides whether a repair is due."""
-        from intent_loop.guard.provider import provider_path
+        from intent_loop.guard.location import provider_path  # not provider: its imports cost every prompt
 
         try:
             st = fast_os.lstat(provider_path(self.cwd, self.env))
@@ -445,12 +445,11 @@ def _tell_what_changed(ctx, answer, items):
     """A prompt without commands: the model gets the session's view again only when it changed since
     it last saw it, after the notice that the current task moved, if it did (the user reads that
     notice first in the receipt line)."""
-    from intent_loop.hook.prompt_answer import PREFIX
-    from intent_loop.intent.session_view import session_context
-
     place = ctx.place()
     if place.kind == "unlinked" and not ctx.has_record():
         # its SessionStart, which runs before the first prompt, has just injected the current view
+        from intent_loop.intent.session_view import session_context
+
         _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
         ctx.remember_view(text or "", ctx.state)
         ctx.note_current(ctx.state)
@@ -460,7 +459,9 @@ def _tell_what_changed(ctx, answer, items):
         items.insert(0, for_user)
     view = None
     unseen = ctx.unseen_changes()
-    if not ctx.has_seen_changes_up_to(ctx.state) or unseen:
+    if not ctx.has_seen_changes_up_to(ctx.state) or unseen:  # only then: the views cost their imports
+        from intent_loop.intent.session_view import session_context
+
         _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
         if text is not None and not ctx.has_seen(text):
             view = _with_change_note(ctx, text)
@@ -470,7 +471,11 @@ def _tell_what_changed(ctx, answer, items):
 
             view = change_note(unseen).replace(" The view below is current.", "")
             ctx.remember_view(text or "", ctx.state)
-    context = "\n".join(part for part in (for_model and PREFIX + for_model, view) if part)
+    if for_model:
+        from intent_loop.hook.prompt_answer import PREFIX
+
+        for_model = PREFIX + for_model
+    context = "\n".join(part for part in (for_model, view) if part)
     if context:
         answer["context"] = context
     ctx.note_current(ctx.state)

@@ -1,6 +1,5 @@
 """What the user sees for a prompt's `intent:` lines: the receipt line under the prompt, and the
 local answer for a prompt made only of management verbs and rejected lines (docs/hooks.md)."""
-from intent_loop.intent.views import compact_view
 
 PREFIX = "intent-loop: "
 WIDTH = 160  # issue 15: at most two lines of about 160 characters, the rest as `+N more`
@@ -147,6 +146,7 @@ def show_text(state, paths, session_hash, *, guard=None):
 
 def _shown(state, paths, session_hash):
     from intent_loop.intent.continuity import Place, not_followed_notice
+    from intent_loop.intent.views import compact_view  # only `intent: show` needs it
 
     place = Place(state, paths, session_hash)
     task_id = place.task_id
