@@ -60,10 +60,15 @@ UNSAFE = ["\x1b", "\x07", "\x08", "\x00", "\x7f", "\x9b", "\u061c", "\u200e", "\
           "\u2066", "\u2069"]
 
 
-@pytest.mark.parametrize("mark", UNSAFE, ids=lambda m: f"U+{ord(m):04X}")
-def test_control_and_bidi_characters_are_invalid_text_on_every_path(tmp_path, mark):
-    """Issue 14: ESC, BEL, BS, NUL, DEL, C1 and the bidi marks and overrides, refused by typing,
-    claim add, import and labels alike."""
+# issue 23: invisible format characters (Cf) and the TAG block join issue 14's controls and bidi marks
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u2061", "\u2064", "\ufeff", "\u00ad", "\U000e0041",
+             "\U000e0001", "\U000e007f", "\U000e0000", "\u180e", "\u0600", "\U0001d173"]
+
+
+@pytest.mark.parametrize("mark", UNSAFE + INVISIBLE, ids=lambda m: f"U+{ord(m):04X}")
+def test_control_bidi_and_format_characters_are_invalid_text_on_every_path(tmp_path, mark):
+    """Issues 14 and 23: ESC, BEL, BS, NUL, DEL, C1, the bidi marks and overrides, every format
+    character and the TAG block, refused by typing, claim add, import and labels alike."""
     with pytest.raises(IntentLoopError) as caught:
         claims.check_statement(f"ship it {mark} now")
     assert caught.value.code == ErrorCode.INVALID_TEXT
@@ -123,23 +128,6 @@ def test_a_typed_claim_that_is_a_guard_placeholder_is_refused_but_one_quoting_it
     assert not isinstance(quoted, Rejection)
 
 
-# -- issue 23: invisible format characters and the TAG block, on every path --------------------
-INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u2061", "\u2064", "\ufeff", "\u00ad", "\U000e0041",
-             "\U000e0001", "\U000e007f", "\U000e0000", "\u180e", "\u0600", "\U0001d173"]
-
-
-@pytest.mark.parametrize("mark", INVISIBLE, ids=lambda m: f"U+{ord(m):04X}")
-def test_invisible_format_characters_are_invalid_text_on_every_path(tmp_path, mark):
-    with pytest.raises(IntentLoopError) as caught:
-        claims.check_statement(f"ship it {mark} now")
-    assert caught.value.code == ErrorCode.INVALID_TEXT
-    typed = parse_prompt(f"intent: must ship it {mark} now")
-    assert isinstance(typed[0], Rejection) and typed[0].code == ErrorCode.INVALID_TEXT
-    label = parse_prompt(f"intent: new release {mark} work")
-    assert isinstance(label[0], Rejection) and label[0].code == ErrorCode.INVALID_TEXT
-    cli = make_cli(tmp_path)
-    added = cli.json("claim", "add", "must", f"ship it {mark} now", expect=1)
-    assert added["error"]["code"] == ErrorCode.INVALID_TEXT
 
 
 def test_the_text_rule_over_every_unicode_category():

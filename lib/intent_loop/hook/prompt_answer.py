@@ -61,10 +61,18 @@ def receipt_line(items):
             rows.append([])  # the next line (the last one may also need room for the count)
         if _fits(rows, item, left) or not (rows[-1] or len(rows) >= MAX_ROWS and left):
             rows[-1].append(item)
+            continue
+        tail = f"+{left} more: intent: show"
+        room = WIDTH - (len(PREFIX) if len(rows) == 1 else 0) - len(_SEPARATOR.join(rows[-1] + ["", tail]))
+        if room >= MIN_CLIPPED:  # the last line: as much of it as fits (its line number and code first)
+            rows[-1] += [_clipped(item, room), tail]
         else:
             rows[-1].append(f"+{left + 1} more: intent: show")
-            break
+        break
     return "\n".join((PREFIX if index == 0 else "") + _SEPARATOR.join(row) for index, row in enumerate(rows))
+
+
+MIN_CLIPPED = 40  # shorter than this, a clipped item says too little to be worth its room
 
 
 def _fits(rows, item, left):
