@@ -7,8 +7,8 @@ from intent_loop.cli.common import Console, report_error
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 # Each module defines register(subparsers); order is the order of `intent-loop --help`.
-COMMAND_MODULES = ("inspect", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "replay", "demo",
-                   "mcp_cmd")
+COMMAND_MODULES = ("inspect", "history", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "replay",
+                   "demo", "mcp_cmd")
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEBUG_VARIABLE = "INTENT_LOOP_DEBUG"
 # Commands that speak as the user (they change what the user asked for, which tasks exist, what is
