@@ -62,12 +62,18 @@ def _statements(env, ws):
     return out
 
 
-@pytest.mark.parametrize("leave", FREE_LEVELS)
-def test_the_hook_says_recorded_exactly_when_the_ledger_holds_the_command(small_disk, tmp_path, leave):
+def _project_with_a_goal(mount, tmp_path):
+    """A workspace whose data root is on the small disk, with a goal recorded while there is room."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(small_disk / "d")}
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(mount / "d")}
     hook("UserPromptSubmit", prompt_payload(str(ws), "intent: goal ship the parser", turn="t1"), env)
+    return ws, env
+
+
+@pytest.mark.parametrize("leave", FREE_LEVELS)
+def test_the_hook_says_recorded_exactly_when_the_ledger_holds_the_command(small_disk, tmp_path, leave):
+    ws, env = _project_with_a_goal(small_disk, tmp_path)
     filler = _fill(small_disk, leave)
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(str(ws), f"intent: must keep rule {leave}",
                                                                turn="t2"), env)
@@ -82,10 +88,7 @@ def test_the_hook_says_recorded_exactly_when_the_ledger_holds_the_command(small_
 
 @pytest.mark.parametrize("leave", FREE_LEVELS)
 def test_the_mcp_server_and_the_cli_say_what_happened(small_disk, tmp_path, leave):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(small_disk / "d")}
-    hook("UserPromptSubmit", prompt_payload(str(ws), "intent: goal ship the parser", turn="t1"), env)
+    ws, env = _project_with_a_goal(small_disk, tmp_path)
     subprocess.run([CLI, "status"], cwd=ws, env=env, capture_output=True, timeout=60)  # the CLI runtime extracted
     with McpServer(env) as server:
         server.initialize()

@@ -12,6 +12,7 @@ import stat
 from intent_loop.guard import contract_file
 from intent_loop.intent.state import version_floor
 from intent_loop.storage import fast_os
+from intent_loop.storage.paths import read_at_most
 
 OWN_FILE_READ_CAP = 4 << 20  # an oversized document of ours (an older build wrote them) is recognised up to this
 SOURCE_MARK = b'"source": "user-intent-plugin"'
@@ -31,14 +32,7 @@ def read_bytes(path, cap=OWN_FILE_READ_CAP):
     try:
         if not stat.S_ISREG(fast_os.fstat(fd).st_mode):
             return None, "not a regular file"
-        chunks, size = [], 0
-        while size <= cap:
-            chunk = fast_os.read(fd, cap + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks), None
+        return read_at_most(fd, cap + 1), None
     except OSError as exc:
         return None, exc.strerror
     finally:

@@ -23,10 +23,7 @@ def run(build_id, module, function, *, is_hook):
     args = sys.argv[2:]
     root = runtime_root(os.environ, binary, build_id, is_hook=is_hook)
     if root is None:  # a hook with no data root at all has nothing to do
-        while os.read(0, 65536):
-            pass
-        os.write(1, FAIL_OPEN)
-        sys.exit(0)
+        _broken_quietly()
     root = repaired(root, is_hook=is_hook)
     site_packages = os.path.join(root, os.path.basename(binary) + "_" + build_id, "site-packages")
     if os.path.isfile(os.path.join(site_packages, MARKER)):
@@ -61,10 +58,7 @@ def _broken_quietly():
 
 def _broken(path, is_hook):
     if is_hook:
-        while os.read(0, 65536):
-            pass
-        os.write(1, FAIL_OPEN)
-        sys.exit(0)
+        _broken_quietly()
     sys.exit(f"intent-loop: RUNTIME_BROKEN: {path} is not a directory and could not be moved aside; "
              "remove it, then run the command again")
 

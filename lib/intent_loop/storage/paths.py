@@ -179,7 +179,7 @@ def open_regular(path, flags=None, mode=0o600):
     return fd, st
 
 
-def _read_at_most(fd, limit):
+def read_at_most(fd, limit):
     """Up to `limit` bytes from `fd`, whatever the file claims its size is (a file that grows, or
     one with no size such as /dev/zero, stops there)."""
     chunks, size = [], 0
@@ -202,7 +202,7 @@ def read_capped(path, cap):
     try:
         if st.st_size > cap:
             return None
-        data = _read_at_most(fd, cap + 1)
+        data = read_at_most(fd, cap + 1)
         return data if len(data) <= cap else None
     finally:
         fast_os.close(fd)
@@ -221,7 +221,7 @@ def read_through_links(path, cap):
         st = fast_os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise unsafe(path, "it is not a regular file (a FIFO, device or directory)")
-        data = _read_at_most(fd, cap + 1)
+        data = read_at_most(fd, cap + 1)
         if len(data) > cap:
             raise unsafe(path, f"it is larger than {cap} bytes")
         return data
