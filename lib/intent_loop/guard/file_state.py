@@ -55,7 +55,8 @@ def read_file_state(path, state):
     if damage == "emptied":
         owner = (None, None, None, True)
     if owner is None:
-        return {"kind": "foreign", "why": f"a {kind} document intent-loop did not write", "errors": errors}
+        what = {"lite": "a TaskContractLite", "provider": "a provider document"}.get(kind, "a file that is no document")
+        return {"kind": "foreign", "why": f"{what} intent-loop did not write", "errors": errors}
     found = {"task_id": owner[0], "version": owner[1], "sha256": owner[2], "errors": errors}
     if damage is not None:
         found["damage"] = damage
