@@ -109,14 +109,21 @@ def ensure_npm_codex():
 
 # -- the binaries ---------------------------------------------------------------------------
 sys.path.insert(0, str(ROOT / "lib"))
-from intent_loop.launch.binaries import BINARIES, BY_NAME, HOOKS, PLUGIN_COMMAND, handler_group  # noqa: E402
+from intent_loop.launch.binaries import (  # noqa: E402
+    BINARIES,
+    BY_NAME,
+    HOOKS,
+    PLUGIN_COMMAND,
+    WINDOWS_NOTICE,
+    handler_group,
+    source_command,
+)
 from intent_loop.launch.fast_path import MARKER  # noqa: E402
 
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one commit are byte-identical
 LAUNCH = ROOT / "lib" / "intent_loop" / "launch"
 PLUGIN_HOOKS = ROOT / "hooks.json"
-PLUGIN_DESCRIPTION = ("intent-loop: records the user's `intent:` commands and publishes the Guard contract "
-                      "(needs a built dist/: python3 build.py)")
+PLUGIN_DESCRIPTION = "intent-loop: records the user's `intent:` commands and publishes the Guard contract"
 
 
 def launcher_prefix(binary, *, build_id, python):
@@ -129,12 +136,19 @@ def launcher_prefix(binary, *, build_id, python):
     values = {
         "NAME": binary.name, "PYTHON": python, "BUILD_ID": build_id, "MARKER": MARKER,
         "IS_HOOK": "1" if binary.is_hook else "",
+        "FIND_PYTHON": find_python_code(),
         "FAST_PATH_CODE": _sh_double_quoted(embedded_source("launch/fast_path.py") + f"\nrun_extracted({entry})\n"),
         "LAUNCHER_CODE": _sh_double_quoted(embedded_source("launch/launcher.py") + f"\nrun({build_id!r}, {entry})\n"),
     }
     for name, value in values.items():  # the code values last: nothing inside them is a placeholder
         text = text.replace(f"@{name}@", value)
     return text
+
+
+def find_python_code():
+    """launch/find_python.sh without its comment lines, for the launcher's @FIND_PYTHON@ line."""
+    lines = (LAUNCH / "find_python.sh").read_text().splitlines()
+    return "\n".join(line for line in lines if line.strip() and not line.lstrip().startswith("#"))
 
 
 def _sh_double_quoted(text):
@@ -189,11 +203,12 @@ def _is_fast_os_import(node):
             and [(a.name, a.asname) for a in node.names] == [("fast_os", None)])
 
 
-def plugin_hooks_json():
-    """The plugin's hooks.json: one handler per hook of the table, each on one line."""
+def plugin_hooks_json(command_of=source_command):
+    """A plugin's hooks.json: one handler per hook of the table, each on one line. The repository's
+    own (committed at the root) runs the source launcher; dist/marketplace's runs the binaries."""
     events = []
     for hook in HOOKS:
-        group = handler_group(hook, PLUGIN_COMMAND + hook.name)
+        group = handler_group(hook, command_of(hook), windows=WINDOWS_NOTICE)
         matcher = f'        "matcher": {json.dumps(group["matcher"])},\n' if "matcher" in group else ""
         [handler] = group["hooks"]
         events.append(f'    {json.dumps(hook.event)}: [\n      {{\n{matcher}        "hooks": [\n'
@@ -235,8 +250,12 @@ def build_binary(name, stage, out_dir, python):
     return out
 
 
+def binary_command(hook):
+    return PLUGIN_COMMAND + hook.name
+
+
 def write_plugin_hooks():
-    """hooks.json is committed (Codex reads it from the plugin's tree) and regenerated here."""
+    """hooks.json is committed (Codex reads it from the repository plugin's tree) and regenerated here."""
     text = plugin_hooks_json()
     if not PLUGIN_HOOKS.exists() or PLUGIN_HOOKS.read_text() != text:
         PLUGIN_HOOKS.write_text(text)
@@ -256,7 +275,8 @@ MARKETPLACE = DIST / "marketplace"
 MARKETPLACE_NAME = "intent-loop-local"  # `codex plugin add intent-loop@intent-loop-local`
 PLUGIN_NAME = "intent-loop"
 SKILLS = ROOT / "skills"
-PLUGIN_MCP = ROOT / ".mcp.json"  # the repository root is a plugin tree too; the marketplace copies its file
+PLUGIN_MCP = ROOT / ".mcp.json"  # the repository plugin's; dist/marketplace's starts the binary instead
+MARKETPLACE_MCP = {"mcpServers": {"intent_loop": {"command": "./dist/intent-loop-mcp", "args": [], "cwd": "."}}}
 
 
 def project_version():
@@ -291,10 +311,10 @@ def marketplace_files():
             "skills": "./skills/",
             "interface": {"displayName": "intent-loop"},
         }),
-        # The same bytes as the top-level hooks.json: Codex trusts a hook by its handler's hash (and a
-        # plugin's hooks also by a hash of the plugin's files: docs/upgrading.md).
-        f"{plugin}/hooks/hooks.json": plugin_hooks_json(),
-        f"{plugin}/.mcp.json": PLUGIN_MCP.read_text(),
+        # Codex trusts a hook by its handler's hash (and a plugin's hooks also by a hash of the
+        # plugin's files: docs/upgrading.md), so these bytes are pinned by a golden copy.
+        f"{plugin}/hooks/hooks.json": plugin_hooks_json(binary_command),
+        f"{plugin}/.mcp.json": _json_text(MARKETPLACE_MCP),
     }
     files = {name: (text.encode(), 0o644) for name, text in files.items()}
     for path in sorted(SKILLS.rglob("*")):

@@ -1,5 +1,7 @@
-"""The streaming orjson verifier (storage/bulk_verify.py) agrees with the stdlib one (ledger.check_line)
-on every line, valid or not, and folds a ledger file exactly as ledger.fold_lines does."""
+"""The streaming verifier (storage/bulk_verify.py) agrees with the stdlib one (ledger.check_line)
+on every line, valid or not, and folds a ledger file exactly as ledger.fold_lines does: with
+orjson, and with the standard library standing in for it (storage/json_engine.py), as it does
+where the interpreter in use has no orjson."""
 import json
 import os
 
@@ -8,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import bulk_verify, ledger, sealing
+from intent_loop.storage import bulk_verify, json_engine, ledger, sealing
 from tests.helpers.counting import CountingReducer
 
 PROJECT = "p" * 64
@@ -25,6 +27,16 @@ _ints = st.one_of(st.integers(-2**70, 2**70), st.sampled_from([2**63 - 1, 2**63,
 _leaf = st.one_of(st.none(), st.booleans(), _ints, _floats, _text)
 _json = st.recursive(_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                     st.dictionaries(_text, inner, max_size=4)), max_leaves=25)
+
+
+@pytest.fixture(autouse=True, params=["orjson", "stdlib"])
+def engine(request, monkeypatch):
+    """Every test of this file runs with each JSON engine the bulk paths can have."""
+    if request.param == "stdlib":
+        monkeypatch.setattr(bulk_verify, "engine", json_engine.Stdlib)
+    else:
+        assert bulk_verify.engine is not json_engine.Stdlib, "orjson is not importable in the test environment"
+    return request.param
 
 
 def _seal(payload, prev=None, *, actor="user"):
@@ -83,10 +95,11 @@ def test_the_bulk_verifier_agrees_with_check_line(payload):
 
 
 @pytest.mark.parametrize("value", [1e-05, 0.00001234, 2.8174004784650164e-07, 2**64, 2**70, -2**64, 10**30])
-def test_numbers_orjson_writes_or_reads_differently_still_verify(value):
+def test_numbers_orjson_writes_or_reads_differently_still_verify(value, engine):
     event, line = _seal({"x": value, "list": [value, {"y": value}]})
     line = line[:-1]
-    assert bulk_verify._fast_event(line, PROJECT, None) is None  # the fast path leaves them to the stdlib
+    if engine == "orjson":  # the fast path leaves them to the stdlib (which is the stand-in's own answer)
+        assert bulk_verify._fast_event(line, PROJECT, None) is None
     assert bulk_verify.verify_line(line, line_no=1, project_id=PROJECT, prev_hash=None) == event
 
 

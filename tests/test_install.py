@@ -165,13 +165,24 @@ def test_plugin_files_use_only_keys_codex_accepts():
     commands = {event: groups[0]["hooks"][0] for event, groups in config["hooks"].items()}
     assert set(commands) == {"SessionStart", "UserPromptSubmit", "Stop"}
     assert config["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
-    for _event, handler in commands.items():
-        assert handler["command"].startswith("${PLUGIN_ROOT}/dist/intent-loop-")
+    entries = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt", "Stop": "stop"}
+    for event, handler in commands.items():  # the repository plugin runs the committed source launcher
+        assert handler["command"] == f'"${{PLUGIN_ROOT}}/hooks/intent-loop" {entries[event]}'
+        assert handler["commandWindows"].startswith('echo {"continue":true,"systemMessage":')
         assert handler["timeout"] == 5 and handler["statusMessage"] == "intent-loop"
     with open(os.path.join(ROOT, ".codex-plugin", "plugin.json")) as fh:
         manifest = json.load(fh)
-    assert manifest["name"] == "intent-loop" and manifest["version"] == "0.1.0"
-    assert manifest["hooks"] == "./hooks.json" and ".." not in manifest["hooks"]
+    assert manifest["name"] == "intent-loop" and manifest["version"] == _load_build_py().project_version()
+    for key, value in (("hooks", "./hooks.json"), ("mcpServers", "./.mcp.json"), ("skills", "./skills/")):
+        assert manifest[key] == value  # Codex takes only ./-relative paths inside the plugin
+    with open(os.path.join(ROOT, ".mcp.json")) as fh:
+        server = json.load(fh)["mcpServers"]["intent_loop"]
+    assert server == {"command": "./hooks/intent-loop", "args": ["mcp"], "cwd": "."}
+    with open(os.path.join(ROOT, ".agents", "plugins", "marketplace.json")) as fh:
+        market = json.load(fh)
+    [entry] = market["plugins"]  # the repository root is the plugin: no copy of lib/ anywhere
+    assert (market["name"], entry["name"], entry["source"]) == ("intent-loop", "intent-loop",
+                                                                 {"source": "local", "path": "./"})
 
 
 # -- golden: what Codex hashes stays byte-identical ---------------------------------------------
@@ -199,10 +210,12 @@ def test_binary_names_are_the_ones_installed_users_have():
 
 
 def test_plugin_hooks_json_is_generated_from_the_table_byte_identical_to_the_golden():
-    golden = _golden("plugin-hooks.json")
-    assert _load_build_py().plugin_hooks_json().encode() == golden
+    build = _load_build_py()
+    golden = _golden("plugin-hooks.json")  # the repository plugin's, committed at the root
+    assert build.plugin_hooks_json().encode() == golden
     with open(os.path.join(ROOT, "hooks.json"), "rb") as fh:
         assert fh.read() == golden
+    assert build.plugin_hooks_json(build.binary_command).encode() == _golden("marketplace-hooks.json")
 
 
 @pytest.mark.parametrize("before, after", [(None, "previous-build-fresh.hooks.json"),

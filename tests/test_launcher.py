@@ -12,6 +12,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,8 +33,8 @@ needs_dist = pytest.mark.skipif(not all(os.access(DIST / b.name, os.X_OK) for b 
 
 def _launcher_root_block():
     template = LAUNCHER_SH.read_text()
-    start = template.index("  root=\n")
-    end = template.index("  fi\n", start) + len("  fi\n")
+    start = template.index("\nroot=\n") + 1
+    end = template.index("\nfi\n", start) + len("\nfi\n")
     return template[start:end]
 
 
@@ -95,6 +96,27 @@ def test_the_shell_picks_the_data_root_find_data_root_picks_or_none(homes):
         assert os.path.normpath(shell) == found[0], (env, executable, shell, found)
         checked += 1
     assert checked > 100  # the shell does settle the common cases
+
+
+def _source_root_block():
+    """The source launcher's (hooks/intent-loop) own copy of the rule: from `$0` to `root`."""
+    text = (ROOT / "hooks" / "intent-loop").read_text()
+    return text[text.index("case $0 in\n"):text.index("\ncache=\n")] + "\n"
+
+
+def test_the_source_launcher_picks_the_data_root_find_data_root_picks(homes):
+    """Unlike the binaries' shell, the source launcher settles every case itself (it has no Python
+    launcher behind it): where find_data_root names a root it names the same one, and none where
+    find_data_root has none or refuses a relative override."""
+    block = _source_root_block()
+    for env, executable in _environments(homes):
+        done = subprocess.run(["/bin/sh", "-c", block + 'printf %s "$root"', executable], env=env,
+                              capture_output=True, text=True, timeout=30)
+        found = _found(find_data_root, env, executable)
+        if found in (None, "ValueError"):
+            assert done.stdout == "", (env, executable, done.stdout)
+        else:
+            assert os.path.normpath(done.stdout) == found[0], (env, executable, done.stdout, found)
 
 
 def _plugin_root(base):
@@ -215,7 +237,7 @@ def test_every_built_prefix_is_valid_sh(binary, tmp_path):
     # doctor reads the interpreter from the first `:-` of the file: the py= line
     text = _prefix(binary)
     assert text.index(":-") > text.index("py=") and text.index(":-") < text.index("\n", text.index("py="))
-    assert "@" not in text.replace('"$@"', "")  # every placeholder filled
+    assert re.search(r"@[A-Z_]+@", text) is None  # every placeholder filled
 
 
 @needs_dist

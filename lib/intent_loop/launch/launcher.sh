@@ -20,39 +20,50 @@ start() {
   exec "$@"
 }
 
-if [ -x "$py" ]; then
-  # The common data roots, found as storage/data_root.py orders them (INTENT_LOOP_DATA_DIR,
-  # CODEX_HOME, ~/.codex). Anything else (PLUGIN_DATA, a plugin-cache path, a relative value)
-  # leaves root empty: the Python launcher (launcher.py) decides, and extracts when needed.
-  root=
-  if [ -n "${INTENT_LOOP_DATA_DIR:-}" ]; then
-    case $INTENT_LOOP_DATA_DIR in /*) root=$INTENT_LOOP_DATA_DIR ;; esac
-  elif [ -n "${CODEX_HOME:-}" ]; then
-    case $CODEX_HOME in /*) root=$CODEX_HOME/plugin-data/intent-loop/v1 ;; esac
-  elif [ -z "${PLUGIN_DATA:-}" ]; then
-    # A plugin's .mcp.json starts the server as ./dist/intent-loop-mcp from the plugin root: a
-    # relative $0 is resolved against the cwd before asking whether it lies in a plugin cache
-    # (no absolute cwd known: self stays empty and Python decides).
-    self=
-    case $0 in /*) self=$0 ;; *) case ${PWD:-} in /*) self=$PWD/$0 ;; esac ;; esac
-    case $self in ''|*/plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
+# The common data roots, found as storage/data_root.py orders them (INTENT_LOOP_DATA_DIR,
+# CODEX_HOME, ~/.codex). Anything else (PLUGIN_DATA, a plugin-cache path, a relative value)
+# leaves root empty: the Python launcher (launcher.py) decides, and extracts when needed.
+root=
+if [ -n "${INTENT_LOOP_DATA_DIR:-}" ]; then
+  case $INTENT_LOOP_DATA_DIR in /*) root=$INTENT_LOOP_DATA_DIR ;; esac
+elif [ -n "${CODEX_HOME:-}" ]; then
+  case $CODEX_HOME in /*) root=$CODEX_HOME/plugin-data/intent-loop/v1 ;; esac
+elif [ -z "${PLUGIN_DATA:-}" ]; then
+  # A plugin's .mcp.json starts the server as ./dist/intent-loop-mcp from the plugin root: a
+  # relative $0 is resolved against the cwd before asking whether it lies in a plugin cache
+  # (no absolute cwd known: self stays empty and Python decides).
+  self=
+  case $0 in /*) self=$0 ;; *) case ${PWD:-} in /*) self=$PWD/$0 ;; esac ;; esac
+  case $self in ''|*/plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
+fi
+
+# The interpreter the binary was built with is gone (another machine, a `brew upgrade`): the one
+# an earlier run chose, cached in the data root, else a search (launch/find_python.sh, embedded
+# here by build.py). The bundled orjson fits only the builder's minor version; another one runs
+# the standard library's JSON instead (storage/json_engine.py).
+if [ ! -x "$py" ]; then
+  cache=
+  [ -n "$root" ] && cache=$root/runtime/python
+  @FIND_PYTHON@
+  if [ -z "${INTENT_LOOP_PYTHON:-}" ]; then
+    py=
+    if [ -n "$cache" ] && [ -f "$cache" ] && read -r py <"$cache" && [ -n "$py" ] && [ -x "$py" ]; then
+      :
+    elif search_python; then
+      remember_python
+    fi
   fi
-  # Python compiling the long way costs about a tenth of an interpreter start: the common case
-  # (a complete runtime under a root the shell found, not through a symlink) skips it.
-  site=$root/runtime/@BUILD_ID@/${0##*/}_@BUILD_ID@/site-packages
-  if [ -n "$root" ] && [ ! -L "$0" ] && [ ! -L "$root/runtime" ] && [ -f "$site/@MARKER@" ]; then
-    start "$py" -I -S -c "@FAST_PATH_CODE@" "$site" "$0" "$@"
+  if [ -z "$py" ] || [ ! -x "$py" ]; then
+    no_python
   fi
+fi
+
+# Python compiling the long way costs about a tenth of an interpreter start: the common case
+# (a complete runtime under a root the shell found, not through a symlink) skips it.
+site=$root/runtime/@BUILD_ID@/${0##*/}_@BUILD_ID@/site-packages
+if [ -n "$root" ] && [ ! -L "$0" ] && [ ! -L "$root/runtime" ] && [ -f "$site/@MARKER@" ]; then
+  start "$py" -I -S -c "@FAST_PATH_CODE@" "$site" "$0" "$@"
 fi
 # A separate command: the shell parses a whole `if ... fi` before running it, and the fast path
 # above has left before the shell reads the long way's few kilobytes of code.
-if [ -x "$py" ]; then
-  start "$py" -I -S -c "@LAUNCHER_CODE@" "$0" "$@"
-fi
-if [ -n "$is_hook" ]; then
-  cat >/dev/null
-  printf '{"continue":true}'
-  exit 0
-fi
-echo "intent-loop: no Python at $py; set INTENT_LOOP_PYTHON to a Python 3.11+ interpreter" >&2
-exit 1
+start "$py" -I -S -c "@LAUNCHER_CODE@" "$0" "$@"

@@ -19,10 +19,9 @@ decides with the stdlib and raises the same error the read path would. The prope
 import hashlib
 import re
 
-import orjson
-
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import fast_os
+from intent_loop.storage.json_engine import engine  # orjson, or the stdlib behind its names
 from intent_loop.storage.ledger import (
     ACTORS,
     ENVELOPE_KEYS,
@@ -35,7 +34,7 @@ from intent_loop.storage.ledger import (
 from intent_loop.storage.line_hash import HASH_FIELD
 
 CHUNK = 1 << 20  # bytes read per pread: bounded memory, few system calls
-_SORT = orjson.OPT_SORT_KEYS
+_SORT = engine.OPT_SORT_KEYS
 _HASH_AT = len(HASH_FIELD)
 _AFTER_HASH = len(HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the closing quote
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
@@ -106,8 +105,8 @@ def _fast_event(line, project_id, prev_hash, float_risk=True):
     the caller found no risky float anywhere in the chunk holding the line.
     """
     try:
-        event = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        event = engine.loads(line)
+    except engine.JSONDecodeError:
         return None
     if (type(event) is not dict or event.keys() != ENVELOPE_KEYS or event["prev_hash"] != prev_hash
             or event["project_id"] != project_id or type(event["schema_version"]) is not int
@@ -122,9 +121,9 @@ def _fast_event(line, project_id, prev_hash, float_risk=True):
             or (task_id is not None and (type(task_id) is not str or _UUID(task_id) is None))):
         return None
     try:
-        if orjson.dumps(event, option=_SORT) != line:
+        if engine.dumps(event, option=_SORT) != line:
             return None
-    except orjson.JSONEncodeError:  # an orjson limit (depth 255, a number it cannot write): the stdlib decides
+    except engine.JSONEncodeError:  # an orjson limit (depth 255, a number it cannot write): the stdlib decides
         return None
     if float_risk and _float_risk(line):
         return None
@@ -202,7 +201,7 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
     # the same bytes), so one search per chunk replaces one per line; a chunk with a hit checks
     # its lines one by one. A request of one event (no marker, or a marker of 1) with no request
     # open is folded at once, which is `RequestAssembler.add`'s answer for it.
-    loads, dumps, sort, decode_error, sha256 = orjson.loads, orjson.dumps, _SORT, orjson.JSONDecodeError, hashlib.sha256
+    loads, dumps, sort, decode_error, sha256 = engine.loads, engine.dumps, _SORT, engine.JSONDecodeError, hashlib.sha256
     keys, head, uuid, count_key = ENVELOPE_KEYS, _HEAD, _UUID, REQUEST_EVENT_COUNT
     hash_at, after_hash = _HASH_AT, _AFTER_HASH
     raw_apply, positions = reducer.apply, getattr(reducer, "wants_position", False)
@@ -302,8 +301,8 @@ def canonical_bytes(value):
     when orjson accepts the value and they hold no risky float, else the stdlib decides (and
     raises what it raises). The property test in tests/test_bulk_verify.py checks they agree."""
     try:
-        data = orjson.dumps(value, option=_SORT)
-    except orjson.JSONEncodeError:
+        data = engine.dumps(value, option=_SORT)
+    except engine.JSONEncodeError:
         data = None
     if data is None or _float_risk(data):
         from intent_loop.storage.canonical import canonical_bytes as stdlib_canonical_bytes
@@ -322,8 +321,8 @@ def loads(data):
         data = data.encode("utf-8", "surrogatepass")
     if _TWENTY_DIGITS not in bytes(data).translate(_DIGITS_TO_ZERO):  # (a pattern \d{20} costs ~20 us a line)
         try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
+            return engine.loads(data)
+        except engine.JSONDecodeError:
             pass
     from intent_loop.storage.canonical import loads as stdlib_loads
 
