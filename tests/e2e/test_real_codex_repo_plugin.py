@@ -202,6 +202,8 @@ def test_codex_installs_the_repository_and_runs_it_from_source_with_another_pyth
     assert status["ok"], status
     data_root = codex_home / "plugin-data" / "intent-loop" / "v1"
     assert status["result"]["data_root"] == str(data_root), status["result"]
+    # the server (started without hook trust) sees that this install's hooks ran
+    assert status["result"]["hooks"]["ran"] is True, status["result"]["hooks"]
 
     # The interpreter was found on PATH and cached as itself (the real file, not the symlink's name
     # that the PATH entry is: both name the same file, so the first name found is kept).

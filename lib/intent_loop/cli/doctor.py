@@ -10,6 +10,7 @@ from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
+from intent_loop.launch.hook_runs import ago
 from intent_loop.storage import failure_log
 from intent_loop.storage.data_root import ROOT_SUFFIX
 from intent_loop.storage.ledger import verify_all
@@ -48,15 +49,16 @@ def _codex_homes(env):
     return homes
 
 
-def _install_checks(env):
+def _install_checks(env, root=None):
     """hooks_installed (either way: user-level hooks.json or the Codex plugin), duplicate_install
     (both ways in one Codex home: every hook runs twice) and hooks_trusted (what config.toml
     records of the user's trust), from Codex's files, read only."""
-    from intent_loop.cli import plugin_state
+    from intent_loop.cli import hooks_ran, plugin_state
     from intent_loop.cli.hooks_config import CONFIG_READ_CAP
+    from intent_loop.cli.old_runtimes import handler_programs
     from intent_loop.storage.paths import read_through_links
 
-    found, twice, trust, unknown = [], [], [], []
+    found, twice, trust, unknown, installs = [], [], [], [], []
     homes = _codex_homes(env)
     for home in homes:
         path = os.path.join(home, "hooks.json")
@@ -75,13 +77,22 @@ def _install_checks(env):
             found.append(f"user-level in {path}" + (" with the MCP server" if user and user["mcp_server"] else ""))
             if user is not None and user["hooks"]:
                 trust.append((f"{path}", len(plugin_state.user_trust(config, user)), len(user["hooks"])))
+            for install, installed_at, program in hooks_ran.user_level_installs(handler_programs(path)):
+                installs.append((f"user-level {os.path.dirname(program)}", install, installed_at))
         features = config.get("features") if config is not None else None
         off = isinstance(features, dict) and features.get("plugins") is False
         for plugin in plugins:
             versions = ", ".join(plugin["versions"]) or "no copy in the plugin cache"
             found.append(f"plugin {plugin['id']} ({versions}) in {home}"
                          + (" but [features] plugins = false: Codex runs none of it" if off else ""))
-            trust.append((plugin["id"], len(plugin_state.plugin_trust(config, plugin["id"])), len(_HOOK_EVENTS)))
+            copies = [os.path.join(plugin["cache"], v) for v in plugin["versions"]]
+            hooks_file = plugin_state.plugin_hooks_file(copies[-1]) if copies else "hooks/hooks.json"
+            trust.append((plugin["id"], len(plugin_state.plugin_trust(config, plugin["id"], hooks_file)),
+                          len(_HOOK_EVENTS)))
+            for copy in copies if not off else ():
+                known = hooks_ran.plugin_copy_install(copy)
+                if known is not None:
+                    installs.append((f"plugin {plugin['id']} ({os.path.basename(copy)})", *known))
         if plugins and (user_hooks or (user and user["mcp_server"])):
             twice.append(f"{home}: plugin {', '.join(p['id'] for p in plugins)} and the user-level "
                          + ("hooks" if user_hooks else "MCP server"))
@@ -104,7 +115,20 @@ def _install_checks(env):
     checks.append(_check("hooks_trusted", not untrusted, detail,
                          "start Codex, open `/hooks` and trust the intent-loop hooks (Codex skips untrusted "
                          "hooks silently)"))
+    roots = list(dict.fromkeys(([root] if root else []) + [os.path.join(h, *ROOT_SUFFIX) for h in homes]))
+    ran = hooks_ran.verdicts(roots, installs)
+    checks.append(_check("hooks_ran", all(ok for ok, _line in ran),
+                         "; ".join(line for _ok, line in ran) if ran else "no installed hooks",
+                         hooks_ran.UNTRUSTED_ACTION))
+    told = hooks_ran.python_told(roots)
+    checks.append(_check("hook_python", told is None,
+                         "the hooks found a Python" if told is None else
+                         f"PYTHON_NOT_FOUND: a hook found no Python 3.11+ {ago(told)} and recorded "
+                         "nothing since",
+                         "install Python 3.11+ (python3 on PATH, /opt/homebrew/bin, /usr/local/bin or /usr/bin) "
+                         "or set INTENT_LOOP_PYTHON in the environment Codex starts from"))
     return checks
+
 
 
 def _binary_dirs():
@@ -116,7 +140,9 @@ def _binary_dirs():
 
 
 def _interpreter_check():
-    problems, seen = [], 0
+    """The binaries name the interpreter they were built with; where it is gone they find another
+    at run time (launch/find_python.sh), so a gone one is said, not failed."""
+    problems, gone, seen = [], [], 0
     for directory in _binary_dirs():
         for name in _BINARIES:
             path = os.path.join(directory, name)
@@ -134,11 +160,15 @@ def _interpreter_check():
             seen += 1
             interpreter = head[marker + 2:end].decode("utf-8", "replace")
             if not os.access(interpreter, os.X_OK):
-                problems.append(f"{name}: interpreter {interpreter} does not exist")
+                gone.append(interpreter)
+    here = f"this command runs {sys.executable} ({sys.version.split()[0]})"
     if not seen and not problems:
-        return _check("interpreter", True, "no built binaries found next to this command")
-    detail = "; ".join(problems) if problems else f"{seen} binaries name an existing interpreter"
-    return _check("interpreter", not problems, detail, "rebuild with `python3 build.py` or set INTENT_LOOP_PYTHON")
+        return _check("interpreter", True, f"no built binaries found next to this command; {here}")
+    detail = "; ".join(problems) if problems else f"{seen} binaries checked"
+    if gone:
+        detail += (f"; built with {', '.join(sorted(set(gone)))}, which is gone: they use the Python found at run "
+                   "time instead")
+    return _check("interpreter", not problems, f"{detail}; {here}", "rebuild with `python3 build.py`")
 
 
 def _lock_residue(project_dir):
@@ -248,7 +278,7 @@ def cmd_doctor(args, console):
                          "no other candidate root holds projects" if not others else
                          "other roots with projects: " + ", ".join(f"{r} ({len(projects(r))})" for r in others),
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
-    checks.extend(_install_checks(console.env))
+    checks.extend(_install_checks(console.env, root))
     checks.append(_interpreter_check())
     if root is not None:
         checks.append(_runtime_check(root))

@@ -23,7 +23,7 @@ def old_runtimes(console, *, codex_home=None, dist=None, replacing=None):
     binaries += [os.path.join(dist, binary.name) for binary in BINARIES] if dist else []
     for home in homes:
         if os.path.join(home, HOOKS_FILE) != replacing:
-            binaries += _handler_programs(os.path.join(home, HOOKS_FILE))
+            binaries += handler_programs(os.path.join(home, HOOKS_FILE))
         binaries += _plugin_copies(home)
     in_use = {extracted_runtime.build_id_of(b) for b in binaries} | {extracted_runtime.running_build_id()}
     roots = [os.path.join(home, *ROOT_SUFFIX) for home in homes]
@@ -34,7 +34,7 @@ def old_runtimes(console, *, codex_home=None, dist=None, replacing=None):
     return [r for root in dict.fromkeys(roots) for r in extracted_runtime.old_runtimes(root, in_use)]
 
 
-def _handler_programs(path):
+def handler_programs(path):
     try:
         config, _raw = load_config(path)
     except IntentLoopError:

@@ -11,6 +11,7 @@ being `<plugin id>:hooks/hooks.json:<event>:<group>:<handler>` for a plugin's ho
 indexes from 0). Codex hashes what it trusts in its own way: a record says the user trusted the
 hook once, not that the record still matches (a new plugin build never does).
 """
+import json
 import os
 
 from intent_loop.cli import mcp_config
@@ -71,10 +72,24 @@ def _trusted(config, key):
     return isinstance(state, dict) and isinstance(state.get("trusted_hash"), str)
 
 
-def plugin_trust(config, plugin_id):
+def plugin_hooks_file(copy):
+    """The hooks file a plugin copy's manifest names, relative to the plugin root, as Codex keys
+    its trust records: `hooks.json` for the repository plugin, `hooks/hooks.json` for
+    dist/marketplace's (and Codex's default without a `hooks` field)."""
+    from intent_loop.storage.paths import read_through_links
+
+    try:
+        manifest = json.loads(read_through_links(os.path.join(copy, ".codex-plugin", "plugin.json"), 65536) or b"{}")
+    except (OSError, ValueError, IntentLoopError):
+        manifest = {}
+    hooks = manifest.get("hooks") if isinstance(manifest, dict) else None
+    return hooks[2:] if isinstance(hooks, str) and hooks.startswith("./") else "hooks/hooks.json"
+
+
+def plugin_trust(config, plugin_id, hooks_file="hooks/hooks.json"):
     """Events of our plugin hooks with a trust record (our hooks.json has one group, one handler each)."""
     return sorted(hook.event for hook in HOOKS
-                  if _trusted(config, f"{plugin_id}:hooks/hooks.json:{EVENT_KEYS[hook.event]}:0:0"))
+                  if _trusted(config, f"{plugin_id}:{hooks_file}:{EVENT_KEYS[hook.event]}:0:0"))
 
 
 def user_trust(config, install):

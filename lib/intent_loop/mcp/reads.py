@@ -67,7 +67,8 @@ def intent_status(call):
     result = {"data_root": paths.data_root, "data_root_source": call.binding.data_root_source,
               "project_root": paths.root, "project_id": paths.project_id, "tasks": len(state["tasks"]),
               "session_known": call.binding.session is not None, "linked_task": None,
-              "open_candidates": len(open_candidates(state)), "guard": _guard_state(call)}
+              "open_candidates": len(open_candidates(state)), "guard": _guard_state(call),
+              "hooks": _hooks_state(call)}
     if task_id is not None:
         task = state["tasks"][task_id]
         private = call.is_private(task_id)
@@ -87,6 +88,18 @@ def intent_status(call):
             linked["open_proposals"] = len(open_candidates(state, task_id=task_id))
         result["linked_task"] = linked
     return result
+
+
+def _hooks_state(call):
+    """Whether Codex has run the hooks of the install this server belongs to: it starts servers
+    without hook trust, so it can see what the hooks cannot say about themselves."""
+    import sys
+
+    from intent_loop.launch import hook_runs
+    from intent_loop.launch.binaries import HOOKS
+
+    return hook_runs.own_state(call.paths.data_root, sys.argv[0] if sys.argv else None,
+                               tuple(hook.event for hook in HOOKS))
 
 
 def _guard_state(call):

@@ -1,0 +1,157 @@
+"""Which installs' hooks have run: every hook run leaves its install's id and the time in the data
+root, so `doctor` and `intent_status` can say when Codex never ran the hooks of what is installed.
+
+Codex skips an untrusted or disabled hook without a word (a plugin's hooks are untrusted again by
+any changed byte of the plugin: docs/upgrading.md). Nothing inside a session can see that, but
+the absence of runs can: `<data root>/runtime/<install id>/hooks-ran/<Event>`, whose mtime is the
+last run and whose text is the launcher that ran it. It lives in the data root, never in a
+project, so a hook run in a folder that is not a project creates none. Cost: one utime a run.
+
+An install id is the build id of a binary (the directory of its extracted runtime), or for the
+plugin that runs the committed source tree, `source-` and 16 hex digits of a hash of that tree's
+real path and its launcher's inode and mtime: each `codex plugin add` copies a new tree (a new
+inode), so each install has its own id, and the id is computed by one stat.
+"""
+import time
+
+from intent_loop.storage import fast_os as os  # every hook runs this: the slice of os without its import
+from intent_loop.storage.canonical import sha256_hex
+from intent_loop.storage.data_root import find_data_root
+
+RUNTIME_DIR = "runtime"
+RAN_DIR = "hooks-ran"
+SOURCE_LAUNCHER = os.path.join("hooks", "intent-loop")
+NO_PYTHON_TOLD = "no-python-told"  # launch/find_python.sh writes the session it told
+UNTRUSTED_ACTION = ("Codex may not trust these hooks: start Codex, open `/hooks` and trust the intent-loop "
+                    "hooks, then send one prompt")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../intent_loop
+
+
+def running_install_id(package=_PACKAGE):
+    """The id of the code running now: its extracted runtime's build id, or its source tree's."""
+    parts = package.split(os.sep)
+    # <runtime dir>/<build id>/<binary>_<build id>/site-packages/intent_loop, the path as imported (no
+    # realpath: this runs on every hook); the runtime dir is the data root's or, for the command
+    # line and the server before the data root exists, a private one (launch/launcher.py)
+    if len(parts) > 4 and parts[-2] == "site-packages" and len(parts[-4]) == 64 and parts[-3].endswith("_" + parts[-4]):
+        return parts[-4]
+    tree = os.path.dirname(os.path.dirname(package))  # <tree>/lib/intent_loop
+    return source_install_id(tree)
+
+
+def source_install_id(tree):
+    """The id of a source tree (a plugin copy or a checkout), or None without its launcher."""
+    try:
+        st = os.stat(os.path.join(tree, SOURCE_LAUNCHER))
+    except OSError:
+        return None
+    seed = f"{os.path.realpath(tree)}\0{st.st_ino}\0{st.st_mtime_ns}".encode("utf-8", "surrogateescape")
+    return "source-" + sha256_hex(seed)[:16]
+
+
+def record(env, event_name, executable):
+    """Leave this run's trace; never raises (the answer is out; nothing here may fail the hook)."""
+    try:
+        found = find_data_root(env, executable)
+        install = running_install_id()
+        if not found or not install:
+            return
+        ran = os.path.join(found[0], RUNTIME_DIR, install, RAN_DIR)
+        path = os.path.join(ran, event_name)
+        try:
+            os.utime(path, follow_symlinks=False)
+            return
+        except FileNotFoundError:
+            pass
+        base = os.path.join(found[0], RUNTIME_DIR)
+        os.makedirs(base, 0o700, exist_ok=True)
+        if os.path.islink(base):
+            return
+        os.makedirs(ran, 0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        try:
+            os.write(fd, (executable or "").encode("utf-8", "surrogateescape"))
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        pass
+
+
+def runs(data_root, install):
+    """{event: last run (epoch seconds)} of an install's hooks (empty: never ran)."""
+    ran = os.path.join(data_root, RUNTIME_DIR, install, RAN_DIR)
+    found = {}
+    try:
+        names = os.listdir(ran)
+    except OSError:
+        return found
+    for name in names:
+        try:
+            st = os.lstat(os.path.join(ran, name))
+        except OSError:
+            continue
+        found[name] = st.st_mtime
+    return found
+
+
+def all_runs(data_root):
+    """{install id: newest run} over every install that left a trace."""
+    base = os.path.join(data_root, RUNTIME_DIR)
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return {}
+    newest = {}
+    for name in names:
+        times = runs(data_root, name)
+        if times:
+            newest[name] = max(times.values())
+    return newest
+
+
+def no_python_told(data_root):
+    """When a hook last answered that it found no Python (epoch seconds), or None."""
+    try:
+        return os.lstat(os.path.join(data_root, RUNTIME_DIR, NO_PYTHON_TOLD)).st_mtime
+    except OSError:
+        return None
+
+
+def own_state(data_root, executable, events):
+    """{ran, detail, next_action} of the install this process runs from (intent_status's `hooks`)."""
+    install = running_install_id()
+    try:
+        installed_at = os.stat(executable).st_mtime if executable else 0.0
+    except OSError:
+        installed_at = 0.0
+    ok, sentence = verdict(data_root, install, installed_at, events=events) if install else (False, "unknown install")
+    return {"ran": ok, "install": install, "detail": sentence, "next_action": None if ok else UNTRUSTED_ACTION}
+
+
+def verdict(data_root, install, installed_at, *, events):
+    """(ok, sentence) about one install: its hooks ran, or never since it was installed (and
+    whether another install's ran after that, as an older build's would while Codex distrusts
+    the new one)."""
+    ran = runs(data_root, install)
+    missing = [e for e in events if e not in ran]
+    if ran and not missing:
+        return True, f"its hooks last ran {ago(max(ran.values()))}"
+    if ran:
+        return True, f"its hooks ran ({', '.join(sorted(ran))}), {', '.join(missing)} not yet"
+    others = {i: t for i, t in all_runs(data_root).items() if i != install and t >= installed_at}
+    sentence = f"its hooks have never run since it was installed {ago(installed_at)}"
+    if others:
+        sentence += f", while another install's hooks ran {ago(max(others.values()))}"
+    return False, sentence
+
+
+def ago(when):
+    seconds = max(0, int(time.time() - when))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    if seconds < 172800:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"
+

@@ -1,0 +1,166 @@
+"""Disabled or untrusted hooks become visible (issue 24, item 5): every hook run leaves its install's
+id and time under <data root>/runtime/<install id>/hooks-ran/ (launch/hook_runs.py), and doctor
+(`hooks_ran`, `hook_python`) and the MCP server's intent_status (`hooks`) say when the hooks of
+what is installed have never run since it was installed, which is what Codex does, silently, to
+hooks it does not trust. The plugin copies here are laid out as Codex 0.169.0 lays them out."""
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import mcp_client
+from helpers.mcp_client import MCP_BINARY, run_hook
+from intent_loop.launch import hook_runs
+from intent_loop.launch.binaries import BINARIES, HOOKS
+
+ROOT = Path(__file__).resolve().parents[1]
+DIST = ROOT / "dist"
+needs_dist = pytest.mark.skipif(not all(os.access(DIST / b.name, os.X_OK) for b in BINARIES),
+                                reason="dist/ is not built: run `python3 build.py` first")
+PLUGIN_ID = "intent-loop@intent-loop"
+env = mcp_client.env
+ws = mcp_client.ws
+server = mcp_client.server
+
+
+def payload(event, cwd, session="s-1"):
+    return json.dumps({"hook_event_name": event, "session_id": session, "cwd": str(cwd), "source": "startup",
+                       "turn_id": "t-1", "prompt": "just a question", "stop_hook_active": False,
+                       "last_assistant_message": None})
+
+
+def source_copy(codex_home, version="0.1.0"):
+    """What `codex plugin add intent-loop@intent-loop` copies from the repository (the parts that run)."""
+    copy = codex_home / "plugins" / "cache" / "intent-loop" / "intent-loop" / version
+    for part in ("lib", "hooks", ".codex-plugin"):
+        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "hooks.json", copy / "hooks.json")
+    return copy
+
+
+def enable(codex_home):
+    with open(codex_home / "config.toml", "a") as fh:
+        fh.write(f'\n[features]\nplugins = true\n\n[plugins."{PLUGIN_ID}"]\nenabled = true\n')
+
+
+@pytest.fixture
+def home(tmp_path, isolated_home):
+    codex_home = isolated_home / ".codex"
+    codex_home.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    base = {"HOME": str(isolated_home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    return base, codex_home, workspace
+
+
+def doctor(base, cwd):
+    cli = [str(ROOT / "hooks" / "intent-loop"), "cli", "doctor", "--json"]
+    done = subprocess.run(cli, env=base, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.stdout, done.stderr
+    return {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+
+
+def run_copy_hooks(copy, base, cwd):
+    """Each hook of a plugin copy run as Codex runs it (PLUGIN_ROOT, PLUGIN_DATA, bash -c)."""
+    data = copy.parents[4] / "plugins" / "data" / "intent-loop-intent-loop"
+    for hook in HOOKS:
+        command = f'"{copy}/hooks/intent-loop" {hook.entry}'
+        done = subprocess.run(["bash", "-c", command], input=payload(hook.event, cwd), text=True,
+                              env={**base, "PLUGIN_ROOT": str(copy), "PLUGIN_DATA": str(data)},
+                              cwd=cwd, capture_output=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.startswith('{"continue":true'), done
+
+
+def test_a_hook_run_leaves_its_install_and_time_in_the_data_root_and_creates_no_project(home):
+    base, codex_home, workspace = home
+    copy = source_copy(codex_home)
+    enable(codex_home)
+    start = time.time() - 1
+    run_copy_hooks(copy, base, workspace)
+    root = codex_home / "plugin-data" / "intent-loop" / "v1"
+    install = hook_runs.source_install_id(str(copy))
+    ran = hook_runs.runs(str(root), install)
+    assert set(ran) == {h.event for h in HOOKS} and all(t >= start for t in ran.values())
+    assert (root / "runtime" / install / "hooks-ran" / "Stop").read_text() == str(copy / "hooks" / "intent-loop")
+    assert not (root / "projects").exists()  # a prompt without intent lines in a folder that is no project
+    before = {e: os.stat(root / "runtime" / install / "hooks-ran" / e).st_mtime_ns for e in ran}
+    time.sleep(0.02)
+    run_copy_hooks(copy, base, workspace)
+    after = {e: os.stat(root / "runtime" / install / "hooks-ran" / e).st_mtime_ns for e in ran}
+    assert all(after[e] > before[e] for e in ran)
+
+
+def test_doctor_says_when_an_installed_plugins_hooks_never_ran_and_stops_once_they_do(home):
+    base, codex_home, workspace = home
+    copy = source_copy(codex_home)
+    enable(codex_home)
+    checks = doctor(base, workspace)
+    assert not checks["hooks_ran"]["ok"], checks["hooks_ran"]
+    assert f"plugin {PLUGIN_ID} (0.1.0): its hooks have never run since it was installed" in \
+        checks["hooks_ran"]["detail"]
+    assert "/hooks" in checks["hooks_ran"]["next_action"] and "trust" in checks["hooks_ran"]["next_action"]
+    run_copy_hooks(copy, base, workspace)
+    checks = doctor(base, workspace)
+    assert checks["hooks_ran"]["ok"] and "its hooks last ran" in checks["hooks_ran"]["detail"], checks["hooks_ran"]
+
+
+def test_doctor_says_when_a_new_build_never_ran_while_an_older_ones_hooks_did(home):
+    base, codex_home, workspace = home
+    old = source_copy(codex_home, "0.1.0")
+    enable(codex_home)
+    time.sleep(0.05)
+    new = source_copy(codex_home, "0.2.0")  # installed after the old one, never trusted
+    run_copy_hooks(old, base, workspace)  # Codex still runs the old build's hooks
+    checks = doctor(base, workspace)
+    detail = checks["hooks_ran"]["detail"]
+    assert not checks["hooks_ran"]["ok"]
+    assert f"plugin {PLUGIN_ID} (0.2.0): its hooks have never run since it was installed" in detail
+    assert "while another install's hooks ran" in detail, detail
+    assert f"plugin {PLUGIN_ID} (0.1.0): its hooks last ran" in detail
+    assert new.exists()
+
+
+def test_doctor_names_a_hook_that_found_no_python(home):
+    base, codex_home, workspace = home
+    copy = source_copy(codex_home)
+    enable(codex_home)
+    run_copy_hooks(copy, base, workspace)
+    assert doctor(base, workspace)["hook_python"]["ok"]
+    told = codex_home / "plugin-data" / "intent-loop" / "v1" / "runtime" / hook_runs.NO_PYTHON_TOLD
+    told.write_text("s-9\n")
+    future = time.time() + 5
+    os.utime(told, (future, future))
+    check = doctor(base, workspace)["hook_python"]
+    assert not check["ok"] and check["detail"].startswith("PYTHON_NOT_FOUND: a hook found no Python 3.11+")
+    assert "INTENT_LOOP_PYTHON" in check["next_action"]
+
+
+@pytest.mark.skipif(not os.access(MCP_BINARY, os.X_OK), reason="dist/intent-loop-mcp is missing")
+def test_intent_status_says_whether_the_hooks_of_its_own_install_have_run(server, env, ws):
+    before = server.call("intent_status", {}, workspace=ws, thread="019b0000-0000-7000-8000-00000000000a")
+    hooks = before["result"]["hooks"]
+    assert hooks["ran"] is False and "never run" in hooks["detail"] and "/hooks" in hooks["next_action"], hooks
+    for hook in HOOKS:
+        run_hook(hook.event, env, cwd=ws, session_id="019b0000-0000-7000-8000-00000000000a", prompt="hello")
+    after = server.call("intent_status", {}, workspace=ws, thread="019b0000-0000-7000-8000-00000000000a")
+    hooks = after["result"]["hooks"]
+    assert hooks["ran"] is True and hooks["next_action"] is None, hooks
+
+
+@needs_dist
+def test_a_user_level_install_whose_hooks_never_ran_is_named(home):
+    base, codex_home, workspace = home
+    done = subprocess.run([str(DIST / "intent-loop"), "install", "--apply", "--json"], env=base, cwd=workspace,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    checks = doctor(base, workspace)
+    assert not checks["hooks_ran"]["ok"] and "user-level" in checks["hooks_ran"]["detail"], checks["hooks_ran"]
+    hook = DIST / "intent-loop-stop"
+    subprocess.run([str(hook)], input=payload("Stop", workspace), text=True, env=base, capture_output=True,
+                   timeout=60, check=True)
+    detail = doctor(base, workspace)["hooks_ran"]["detail"]
+    assert "its hooks ran (Stop), SessionStart, UserPromptSubmit not yet" in detail, detail
