@@ -77,6 +77,9 @@ class ErrorCode:
     CODEX_CONFIG_INVALID = "CODEX_CONFIG_INVALID"
     MCP_SERVER_FOREIGN = "MCP_SERVER_FOREIGN"
     PLUGIN_INSTALLED = "PLUGIN_INSTALLED"
+    PYTHON_NOT_FOUND = "PYTHON_NOT_FOUND"  # said by the sh launchers (launch/find_python.sh) and doctor
+    PLUGIN_NOT_INSTALLED = "PLUGIN_NOT_INSTALLED"  # said by the launcher `link` writes
+    LINK_EXISTS = "LINK_EXISTS"
     AGENT_SHELL = "AGENT_SHELL"
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     # a bug of intent-loop itself: only the CLI's main raises it, from an unexpected exception

@@ -7,15 +7,15 @@ from intent_loop.cli.common import Console, report_error
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 # Each module defines register(subparsers); order is the order of `intent-loop --help`.
-COMMAND_MODULES = ("inspect", "history", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "replay",
-                   "demo", "mcp_cmd")
+COMMAND_MODULES = ("inspect", "history", "claims_cmd", "maintenance", "portable", "contract_cmd", "install", "link",
+                   "replay", "demo", "mcp_cmd")
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEBUG_VARIABLE = "INTENT_LOOP_DEBUG"
 # Commands that speak as the user (they change what the user asked for, which tasks exist, what is
 # installed): refused in a shell the agent runs (see is_agent_shell); `claim add` there records a
 # proposal instead. The apply-gated ones only with --apply (their dry runs stay open).
 USER_ONLY = frozenset(("cmd_claim_replace", "cmd_claim_drop", "cmd_candidate_confirm", "cmd_candidate_dismiss",
-                       "cmd_mode", "cmd_import", "cmd_delete_task", "cmd_delete_claim"))
+                       "cmd_mode", "cmd_import", "cmd_delete_task", "cmd_delete_claim", "cmd_link", "cmd_unlink"))
 USER_ONLY_WHEN_APPLIED = frozenset(("cmd_recover", "cmd_install", "cmd_uninstall"))
 
 

@@ -1,0 +1,106 @@
+"""`intent-loop link` / `unlink` (issue 24, item 7): a launcher on PATH that finds the installed plugin
+each time it runs, so the next `codex plugin add` of a new version does not leave it dangling; it
+says when its directory is not on PATH, and touches only a file it wrote."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DIST = ROOT / "dist"
+
+
+def plugin_copy(codex_home, version):
+    copy = codex_home / "plugins" / "cache" / "intent-loop" / "intent-loop" / version
+    for part in ("lib", "hooks", ".codex-plugin"):
+        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+@pytest.fixture
+def place(tmp_path, isolated_home):
+    codex_home = isolated_home / ".codex"
+    codex_home.mkdir()
+    bin_dir = isolated_home / ".local" / "bin"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {"HOME": str(isolated_home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    return env, codex_home, bin_dir, workspace
+
+
+def run(argv, env, cwd):
+    return subprocess.run([str(a) for a in argv], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_the_launcher_finds_whichever_version_of_the_plugin_is_installed(place):
+    env, codex_home, bin_dir, workspace = place
+    old = plugin_copy(codex_home, "0.1.0")
+    done = run([old / "hooks" / "intent-loop", "cli", "link"], env, workspace)
+    assert done.returncode == 0, done.stderr
+    launcher = bin_dir / "intent-loop"
+    assert done.stdout.startswith(f"linked {launcher}: runs the plugin intent-loop@intent-loop")
+    assert f"{bin_dir} is not on PATH" in done.stdout  # as on a default macOS
+    assert os.access(launcher, os.X_OK)
+    assert run([launcher, "status"], env, workspace).stdout.startswith("data root:")
+    # `codex plugin add` of a new version: the old directory goes, a new one comes
+    shutil.rmtree(old)
+    new = plugin_copy(codex_home, "0.2.0")
+    done = run([launcher, "doctor", "--json"], env, workspace)
+    assert done.stdout.startswith("{"), done.stderr
+    assert str(new) in run(["sh", "-x", launcher, "--version"], env, workspace).stderr
+    # removed: the launcher says what to do
+    shutil.rmtree(new)
+    done = run([launcher, "status"], env, workspace)
+    assert done.returncode == 1 and "PLUGIN_NOT_INSTALLED" in done.stderr and "intent-loop unlink" in done.stderr
+
+
+def test_on_path_nothing_more_is_said_and_a_second_link_changes_nothing(place):
+    env, codex_home, bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    env = {**env, "PATH": f"{bin_dir}:{env['PATH']}"}
+    first = run([copy / "hooks" / "intent-loop", "cli", "link"], env, workspace)
+    assert first.returncode == 0 and "not on PATH" not in first.stdout, first
+    second = run([copy / "hooks" / "intent-loop", "cli", "link"], env, workspace)
+    assert second.stdout.startswith("already linked"), second.stdout
+    assert run(["intent-loop", "status"], env, workspace).returncode == 0
+
+
+def test_a_file_that_is_not_ours_is_never_replaced_without_force_nor_unlinked(place):
+    env, codex_home, bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    bin_dir.mkdir(parents=True)
+    foreign = bin_dir / "intent-loop"
+    foreign.write_text("#!/bin/sh\necho someone else's\n")
+    launcher = copy / "hooks" / "intent-loop"
+    for verb in ("link", "unlink"):
+        done = run([launcher, "cli", verb, "--json"], env, workspace)
+        assert done.returncode == 1 and '"LINK_EXISTS"' in done.stdout, done
+        assert foreign.read_text() == "#!/bin/sh\necho someone else's\n"
+    assert run([launcher, "cli", "link", "--force"], env, workspace).returncode == 0
+    assert "intent-loop link" in foreign.read_text()
+    done = run([launcher, "cli", "unlink"], env, workspace)
+    assert done.returncode == 0 and not foreign.exists()
+    again = run([launcher, "cli", "unlink"], env, workspace)
+    assert again.returncode == 0 and again.stdout.startswith("nothing to remove")
+
+
+def test_a_dry_run_writes_nothing_and_an_agent_shell_is_refused(place):
+    env, codex_home, bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    launcher = copy / "hooks" / "intent-loop"
+    done = run([launcher, "cli", "link", "--dry-run", "--dir", bin_dir / "x"], env, workspace)
+    assert done.returncode == 0 and done.stdout.startswith("would write") and not (bin_dir / "x").exists()
+    done = run([launcher, "cli", "link"], {**env, "CODEX_TOOL_CALL_ID": "call_1"}, workspace)
+    assert done.returncode == 1 and "AGENT_SHELL" in done.stderr and not bin_dir.exists()
+
+
+@pytest.mark.skipif(not os.access(DIST / "intent-loop", os.X_OK), reason="dist/ is not built")
+def test_linked_from_a_build_that_is_no_plugin_it_runs_that_build(place):
+    env, _codex_home, bin_dir, workspace = place
+    done = run([DIST / "intent-loop", "link", "--dir", bin_dir], env, workspace)
+    assert done.returncode == 0, done.stderr
+    assert f"exec '{DIST / 'intent-loop'}' \"$@\"" in (bin_dir / "intent-loop").read_text()
+    assert run([bin_dir / "intent-loop", "status"], env, workspace).stdout.startswith("data root:")
