@@ -164,3 +164,39 @@ def test_a_user_level_install_whose_hooks_never_ran_is_named(home):
                    timeout=60, check=True)
     detail = doctor(base, workspace)["hooks_ran"]["detail"]
     assert "its hooks ran (Stop), SessionStart, UserPromptSubmit not yet" in detail, detail
+
+
+# -- switching between the ways of installing (item 6) -------------------------------------------
+@needs_dist
+def test_the_user_level_binaries_and_the_repository_plugin_write_the_same_ledger(home):
+    """Going from a user-level install (or dist/marketplace) to the repository plugin keeps the
+    data: Codex gives plugin hooks PLUGIN_DATA=<codex-home>/plugins/data/..., which names the same
+    data root as ~/.codex for the binaries."""
+    base, codex_home, workspace = home
+    typed = json.loads(payload("UserPromptSubmit", workspace))
+    typed["prompt"] = "intent: goal Recorded by the user-level binary"
+    done = subprocess.run([str(DIST / "intent-loop-user-prompt")], input=json.dumps(typed), text=True, env=base,
+                          capture_output=True, timeout=60)
+    assert "recorded goal" in json.loads(done.stdout)["systemMessage"], done
+    copy = source_copy(codex_home)
+    typed["prompt"] = "intent: must Recorded by the repository plugin"
+    data = codex_home / "plugins" / "data" / "intent-loop-intent-loop"
+    done = subprocess.run(["bash", "-c", f'"{copy}/hooks/intent-loop" user-prompt'], input=json.dumps(typed),
+                          text=True, env={**base, "PLUGIN_ROOT": str(copy), "PLUGIN_DATA": str(data)},
+                          capture_output=True, timeout=60)
+    assert "recorded must" in json.loads(done.stdout)["systemMessage"], done
+    shown = subprocess.run([str(copy / "hooks" / "intent-loop"), "cli", "show"], env=base, cwd=workspace,
+                           capture_output=True, text=True, timeout=60).stdout
+    assert "Recorded by the user-level binary" in shown and "Recorded by the repository plugin" in shown, shown
+
+
+def test_doctor_names_two_enabled_plugins_as_a_duplicate(home):
+    base, codex_home, workspace = home
+    source_copy(codex_home)
+    enable(codex_home)
+    with open(codex_home / "config.toml", "a") as fh:
+        fh.write('\n[plugins."intent-loop@intent-loop-local"]\nenabled = true\n')
+    (codex_home / "plugins" / "cache" / "intent-loop-local" / "intent-loop" / "0.1.0" / "dist").mkdir(parents=True)
+    check = doctor(base, workspace)["duplicate_install"]
+    assert not check["ok"]
+    assert "plugins intent-loop@intent-loop and intent-loop@intent-loop-local" in check["detail"], check

@@ -96,6 +96,8 @@ def _install_checks(env, root=None):
         if plugins and (user_hooks or (user and user["mcp_server"])):
             twice.append(f"{home}: plugin {', '.join(p['id'] for p in plugins)} and the user-level "
                          + ("hooks" if user_hooks else "MCP server"))
+        elif len(plugins) > 1:  # e.g. the local dist/marketplace build and the repository's plugin
+            twice.append(f"{home}: plugins {' and '.join(p['id'] for p in plugins)}")
     checks = [_check("hooks_installed", found, "; ".join(found) if found else
                      f"no intent-loop hooks or plugin in {', '.join(homes) or 'any Codex home'}",
                      "install the plugin (README, Install) or run `intent-loop install --apply`, "
