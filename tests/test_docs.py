@@ -97,7 +97,10 @@ def test_every_event_type_is_documented():
 def test_readme_starts_where_users_start():
     lines = README.read_text().splitlines()
     assert len(lines) <= README_MAX_LINES
-    for command in ("python3 build.py demo", "python3 build.py test", "install --apply"):
+    text = README.read_text()
+    assert text.index("codex plugin marketplace add") < text.index("python3 build.py demo")  # install first
+    for command in ("codex plugin add intent-loop@intent-loop", "python3 build.py demo", "python3 build.py test",
+                    "install --apply"):
         assert command in README.read_text()
 
 

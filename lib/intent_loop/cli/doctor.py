@@ -125,7 +125,7 @@ def _install_checks(env, root=None):
     told = hooks_ran.python_told(roots)
     checks.append(_check("hook_python", told is None,
                          "the hooks found a Python" if told is None else
-                         f"PYTHON_NOT_FOUND: a hook found no Python 3.11+ {ago(told)} and recorded "
+                         f"{ErrorCode.PYTHON_NOT_FOUND}: a hook found no Python 3.11+ {ago(told)} and recorded "
                          "nothing since",
                          "install Python 3.11+ (python3 on PATH, /opt/homebrew/bin, /usr/local/bin or /usr/bin) "
                          "or set INTENT_LOOP_PYTHON in the environment Codex starts from"))
