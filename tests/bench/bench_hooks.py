@@ -32,6 +32,7 @@ sys.path[:0] = [str(ROOT / "lib"), str(Path(__file__).resolve().parent)]
 
 import history  # noqa: E402
 import measure  # noqa: E402
+import source_run  # noqa: E402
 
 from intent_loop.intent import state, tasks  # noqa: E402
 from intent_loop.storage import ledger, pending_work, timestamps, transaction  # noqa: E402
@@ -323,6 +324,11 @@ def main(argv=None):
         if not args.quick:
             print("== a task of 2,000 claims (issue 23; p95 as a ratio to the floor) ==", flush=True)
             big_task_cases(tmp, env)
+        middle = sizes[len(sizes) // 2]
+        paths, snapshot, root = projects[middle]
+        print(f"[{middle:>6} events]", end=" ", flush=True)
+        source_run.run(dict(env, INTENT_LOOP_DATA_DIR=str(root)), workspace, timed, payload, rounds=ROUNDS,
+                       snapshot=snapshot)
         first_run_cost(env, workspace, tries=2 if args.quick else 8)
 
 
