@@ -96,6 +96,11 @@ class Project:
     def cli(self, *args):
         return measure.run([PYTHON, "-I", "-c", CLI, str(LIB), *args], env=self.env, cwd=str(self.workspace))
 
+    def cli_without_orjson(self, *args):
+        """The same command with no site directory, so orjson cannot be imported: the standard
+        library's JSON stands in (storage/json_engine.py), as under an interpreter without orjson."""
+        return measure.run([PYTHON, "-I", "-S", "-c", CLI, str(LIB), *args], env=self.env, cwd=str(self.workspace))
+
 
 def newest_claim(paths):
     """An active claim of the newest task (what a user would delete)."""
@@ -152,6 +157,7 @@ def run(*, size=100_000, small=10, runs=2, rounds=5, verify_baseline=None):
         for run_no in range(1, runs + 1):
             cases = [
                 Case("verify", lambda: big.cli("verify")),
+                Case("verify without orjson (stdlib JSON)", lambda: big.cli_without_orjson("verify")),
                 Case("bare streaming loop (same file)", lambda: measure.run(bare)),
                 Case("timeline (default)", lambda: big.cli("timeline")),
                 Case(f"timeline (default) at {small} events", lambda: tiny.cli("timeline")),
