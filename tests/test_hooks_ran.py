@@ -200,3 +200,17 @@ def test_doctor_names_two_enabled_plugins_as_a_duplicate(home):
     check = doctor(base, workspace)["duplicate_install"]
     assert not check["ok"]
     assert "plugins intent-loop@intent-loop and intent-loop@intent-loop-local" in check["detail"], check
+
+
+def test_doctor_reads_the_repository_plugins_trust_records_under_its_own_hooks_file(home):
+    """Codex 0.169.0 keys them `intent-loop@intent-loop:hooks.json:<event>:0:0` (the manifest's
+    `./hooks.json`; dist/marketplace's plugin has `hooks/hooks.json`): seen by test_real_codex_hook_trust."""
+    base, codex_home, workspace = home
+    source_copy(codex_home)
+    enable(codex_home)
+    assert "(0 of 3)" in doctor(base, workspace)["hooks_trusted"]["detail"]
+    with open(codex_home / "config.toml", "a") as fh:
+        for event in ("session_start", "user_prompt_submit", "stop"):
+            fh.write(f'\n[hooks.state."{PLUGIN_ID}:hooks.json:{event}:0:0"]\ntrusted_hash = "sha256:{"ab" * 32}"\n')
+    check = doctor(base, workspace)["hooks_trusted"]
+    assert check["ok"] and f"{PLUGIN_ID} (3 of 3)" in check["detail"], check

@@ -6,7 +6,9 @@ Facts of Codex 0.169.0 (observed, docs/upgrading.md): `codex plugin add intent-l
 writes `[plugins."intent-loop@<marketplace>"] enabled = true` into config.toml and copies the
 plugin to `plugins/cache/<marketplace>/intent-loop/<version>/`; `codex plugin remove` deletes
 both. Trusting a hook writes `[hooks.state."<key>"] trusted_hash = ...` into config.toml, the key
-being `<plugin id>:hooks/hooks.json:<event>:<group>:<handler>` for a plugin's hook and
+being `<plugin id>:<hooks file>:<event>:<group>:<handler>` for a plugin's hook (the hooks file as
+the manifest names it: `hooks/hooks.json` for dist/marketplace's plugin, `hooks.json` for the
+repository's, both seen with 0.169.0) and
 `<path of hooks.json>:<event>:<group>:<handler>` for a user-level one (event in snake case,
 indexes from 0). Codex hashes what it trusts in its own way: a record says the user trusted the
 hook once, not that the record still matches (a new plugin build never does).
