@@ -147,6 +147,24 @@ def test_show_compact_all_and_max_chars(cli):
     assert cli("show", "--all") == cli("show", "--all")
 
 
+def test_show_all_is_words_by_default_and_data_with_json(cli):
+    """Issue 25: `show --all` printed a raw JSON dump; now it prints the task in words."""
+    _goal(cli)
+    first = cli.json("claim", "add", "must", "keep the API")["claim_id"]
+    cli.json("claim", "replace", first[:8], "keep the public API")
+    rc, out, _ = cli("show", "--all")
+    assert rc == 0 and not out.lstrip().startswith("{")
+    lines = out.splitlines()
+    assert lines[0].startswith("task ") and "(on), started " in lines[0]
+    assert lines[1] == "Guard contract: v3"
+    assert "active claims (2), by facet:" in lines
+    assert any(line.strip().startswith("[") and "keep the public API (explicit, yours, scope task)" in line
+               for line in lines)
+    history = lines[lines.index("history: every claim of the task, oldest first (3):") + 1:]
+    assert [line.split()[0] for line in history] == ["active", "superseded", "active"], history
+    assert cli.json("show", "--all")["history"][1]["state"] == "superseded"
+
+
 def test_show_without_task(cli):
     rc, _, err = cli("show")
     assert rc == 1 and "NO_TASK" in err

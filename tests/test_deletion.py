@@ -346,7 +346,7 @@ def test_delete_commands_get_the_longer_rewrite_deadline(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(portable.deletion, f"delete_{which}", fake)
     console = types.SimpleNamespace(env={"INTENT_LOOP_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)},
-                                    cwd=str(tmp_path))
+                                    cwd=str(tmp_path), project=str(tmp_path))
     args = types.SimpleNamespace(id="x", confirm="y", json=False)
     with pytest.raises(Stop):
         getattr(portable, f"cmd_delete_{which}")(args, console)

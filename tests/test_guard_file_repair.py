@@ -69,8 +69,10 @@ class Box:
 
     # the CLI
     def cli(self, *argv, extra_env=None):
+        """The CLI on this workspace as its project (--project: a fresh one is not recorded yet)."""
         env = dict(self.env, **(extra_env or {}))
-        proc = subprocess.run([CLI, *argv], cwd=self.ws, env=env, capture_output=True, timeout=TIMEOUT)
+        proc = subprocess.run([CLI, *argv, "--project", self.ws], cwd=self.ws, env=env, capture_output=True,
+                              timeout=TIMEOUT)
         return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
 
     def cli_json(self, *argv, extra_env=None):

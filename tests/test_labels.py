@@ -58,7 +58,7 @@ def hostile_graph(ws):
 
 
 def test_an_imported_label_never_reaches_hook_context_as_the_users_words(env, ws):
-    cli(env, ws, "import", hostile_graph(ws))
+    cli(env, ws, "import", hostile_graph(ws), "--project", ".")  # a fresh folder: the import starts it
     [task] = state_of(env, ws)["tasks"].values()
     assert task["label"] == HOSTILE and task["label_by"] == "import"
     hint = context_of(run_hook("SessionStart", env, cwd=ws, session_id=SESSION, source="startup"))

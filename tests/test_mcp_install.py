@@ -146,8 +146,9 @@ def test_the_plugin_manifest_starts_the_server_relative_to_the_plugin_root():
     assert manifest["mcpServers"] == "./.mcp.json"
     with open(os.path.join(ROOT, ".mcp.json")) as fh:
         server = json.load(fh)["mcpServers"]["intent_loop"]
-    # Codex does not expand ${PLUGIN_ROOT} in .mcp.json; cwd "." is the plugin root (docs/mcp.md)
-    assert server == {"command": "./dist/intent-loop-mcp", "args": [], "cwd": "."}
+    # Codex does not expand ${PLUGIN_ROOT} in .mcp.json; cwd "." is the plugin root (docs/mcp.md); the
+    # repository plugin runs the source launcher (dist/marketplace's starts ./dist/intent-loop-mcp)
+    assert server == {"command": "./hooks/intent-loop", "args": ["mcp"], "cwd": "."}
 
 
 # -- the CLI in a shell Codex's agent runs ---------------------------------------------------

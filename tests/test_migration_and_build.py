@@ -93,7 +93,7 @@ def test_every_command_through_the_binary(tmp_path):
     workspace.mkdir()
     home.mkdir()
     run = lambda *args: _run_dist(args, workspace, data_root, home)  # noqa: E731
-    added = run("claim", "add", "goal", "ship", "the", "parser", "--json")
+    added = run("claim", "add", "goal", "ship", "the", "parser", "--json", "--project", ".")  # starts the project
     assert added.returncode == 0, added.stderr
     assert run("claim", "add", "must-not", "action:install_local").returncode == 0
     assert run("claim", "add", "forbid", "Tools:", "web").returncode == 1  # RULE_SYNTAX
@@ -164,7 +164,10 @@ def test_a_symlinked_binary_takes_the_full_launcher_and_works(tmp_path):
 
 
 @needs_dist
-def test_a_missing_interpreter_still_answers_continue(tmp_path):
+def test_a_missing_interpreter_still_answers_continue_and_says_why(tmp_path):
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_PYTHON": str(tmp_path / "nope")}
     run = subprocess.run([str(DIST / "intent-loop-stop")], input=b"{}", env=env, capture_output=True, timeout=30)
-    assert (run.returncode, run.stdout) == (0, b'{"continue":true}')
+    assert run.returncode == 0
+    assert json.loads(run.stdout) == {"continue": True, "systemMessage": (
+        f"intent-loop is not recording: INTENT_LOOP_PYTHON={tmp_path / 'nope'} is not an executable; "
+        "set it to a Python 3.11+")}

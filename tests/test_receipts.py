@@ -51,8 +51,10 @@ def test_receipt_line_keeps_two_lines_and_counts_the_rest(env, ws):
 
 def test_receipt_says_why_guard_was_not_updated(env, ws):
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: must keep tests green"), env)
-    assert "Guard not updated (PROJECTION_INCOMPLETE): task " in answer["systemMessage"]
-    assert "no goal yet" in answer["systemMessage"]
+    # in words: the code names the contract's inner part (issue 25); --json outputs carry it
+    assert "Guard not updated: task " in answer["systemMessage"]
+    assert "no goal yet (`intent: goal ...`)" in answer["systemMessage"]
+    assert "PROJECTION_INCOMPLETE" not in answer["systemMessage"]
 
 
 def test_prompt_without_commands_stays_silent(env, ws):

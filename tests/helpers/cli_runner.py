@@ -8,14 +8,20 @@ from intent_loop.storage import paths as paths_mod
 
 
 class CliRun:
-    """`cli("status")` -> (exit code, stdout, stderr); `cli.json(...)` parses `--json` output."""
+    """`cli("status")` -> (exit code, stdout, stderr); `cli.json(...)` parses `--json` output.
 
-    def __init__(self, root, workspace, *, home):
+    Commands work on the workspace as their project, as `--project WORKSPACE` would make them
+    (a fresh workspace is no recorded project yet, and a write there needs it); `discover=True`
+    leaves the project to be found from the workspace upward, as a user's plain command does."""
+
+    def __init__(self, root, workspace, *, home, discover=False):
         self.env = {"INTENT_LOOP_DATA_DIR": str(root), "HOME": str(home)}
         self.workspace = str(workspace)
+        self.discover = discover
 
     def __call__(self, *argv):
-        console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env=self.env, cwd=self.workspace)
+        console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env=self.env, cwd=self.workspace,
+                          project=None if self.discover else self.workspace)
         rc = main(list(argv), console=console)
         return rc, console.stdout.getvalue(), console.stderr.getvalue()
 

@@ -78,7 +78,7 @@ def register(subparsers):
 def _run(console, *, operation, params, step, publish=True, also=None):
     """One locked mutation: `step(plan, state) -> info dict`; returns (info, events, publication).
     `also(paths, info)` runs under the same lock after the events (a control-file change)."""
-    paths = current_project(console)
+    paths = current_project(console, writes=True)
     request_id = f"cli:{new_uuid4()}"
 
     def plan(state):
@@ -131,7 +131,7 @@ def cmd_claim_add(args, console):
     if is_agent_shell(console.env):
         return _propose(args, console, {"statement": statement, "facets": [facet], "scope": scope,
                                         "verb": args.verb.lower()})
-    project_id = current_project(console).project_id
+    project_id = current_project(console, writes=True).project_id
 
     def step(plan, request_id):
         claim = tasks.user_claim(plan, statement=statement, facets=[facet], scope=scope,

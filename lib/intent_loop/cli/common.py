@@ -58,11 +58,12 @@ def _json_escape(ch):
 class Console:
     """stdout/stderr, the environment and the cwd; tests pass their own."""
 
-    def __init__(self, *, stdout=None, stderr=None, env=None, cwd=None):
+    def __init__(self, *, stdout=None, stderr=None, env=None, cwd=None, project=None):
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
         self.env = dict(os.environ) if env is None else env
         self.cwd = cwd or os.getcwd()
+        self.project = project  # --project DIR: the project to work on, found by walking up when None
 
     def out(self, text=""):
         text = terminal_safe(text)
@@ -105,9 +106,51 @@ def data_root(console):
     return resolve_data_root(console.env, executable=sys.argv[0] if sys.argv else None)
 
 
-def current_project(console):
+def current_project(console, *, writes=False):
+    """The project this command works on, found as git finds a repository: `--project DIR` when
+    given, else the nearest directory from the current one upward that is a project intent-loop
+    recorded (its ledger exists), which is said on stderr when it is not the current directory
+    itself. Where there is none: NO_PROJECT, for a read (it says so) and for a write (`writes`),
+    which needs --project DIR to start a project there. The hooks never come here: they use
+    Codex's cwd, since Guard reads `<cwd>/.execution-fidelity/`."""
     root, _how = data_root(console)
-    return project_paths(root, console.cwd)
+    explicit = getattr(console, "project", None)
+    if explicit is not None:
+        directory = os.path.abspath(os.path.join(console.cwd, os.path.expanduser(explicit)))
+        if not os.path.isdir(directory):
+            raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"--project {explicit}: not a directory")
+        return project_paths(root, directory)
+    found = find_recorded_project(root, console.cwd)
+    if found is not None:
+        if found.root != os.path.realpath(console.cwd):
+            console.err(f"intent-loop: project {found.root} (the nearest recorded project above this folder)")
+        return found
+    here = os.path.realpath(console.cwd)
+    if writes:
+        raise IntentLoopError(ErrorCode.NO_PROJECT, (
+            f"{here} is not a project intent-loop has recorded, nor inside one; to start one here, pass "
+            "--project . (or --project DIR for another folder); Codex's hooks start one by themselves"))
+    raise IntentLoopError(ErrorCode.NO_PROJECT, (
+        f"{here} is not a project intent-loop has recorded, nor inside one: run the command in a project's "
+        "folder or below it, or pass --project DIR"))
+
+
+def find_recorded_project(root, cwd):
+    """ProjectPaths of the nearest directory from `cwd` upward whose ledger exists, or None."""
+    from intent_loop.storage.ledger import is_project_present
+
+    directory = os.path.realpath(cwd)
+    while True:
+        try:
+            paths = project_paths(root, directory)
+        except IntentLoopError:  # a directory that can be no project (the filesystem root): go on up
+            paths = None
+        if paths is not None and is_project_present(paths):
+            return paths
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
 
 
 def damage_next_action(error):

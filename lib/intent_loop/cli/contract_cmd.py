@@ -12,10 +12,11 @@ def register(subparsers):
     p = subparsers.add_parser("contract", help="the Guard provider document: show, validate, publish",
                               description="The contract intent-loop publishes for Execution Fidelity Guard.")
     sub = p.add_subparsers(dest="contract_command", metavar="ACTION")
-    s = sub.add_parser("show", help="selected task, projection, hash, versions and file state",
-                       description="Which task the contract shows (or why none qualifies), its projection, "
-                                   "canonical hash, current and next version, the file state (bound, missing, "
-                                   "stale, invalid, unrecorded, foreign) and the shadowed tasks.")
+    s = sub.add_parser("show", help="which task Guard enforces, the contract's fields, hash, versions and file state",
+                       description="Which task the contract shows (or why none qualifies), its seven fields as Guard "
+                                   "reads them, canonical hash, current and next version, the file state (bound, "
+                                   "missing, stale, invalid, unrecorded, foreign) and the other tasks with claims, "
+                                   "which Guard does not enforce.")
     add_json_flag(s)
     s.set_defaults(func=cmd_show)
     v = sub.add_parser("validate", help="check a file with Guard's rules (exit 1 listing every error)",
@@ -91,7 +92,8 @@ def cmd_show(args, console):
     for error in info["file"].get("errors") or ():
         console.out(f"  - {error}")
     if info["shadowed_tasks"]:
-        console.out("shadowed tasks: " + ", ".join(t[:8] for t in info["shadowed_tasks"]))
+        console.out("not enforced (Guard reads one task's contract, this one's): other tasks with claims: "
+                    + ", ".join(t[:8] for t in info["shadowed_tasks"]))
     return 0
 
 
@@ -115,7 +117,7 @@ def cmd_validate(args, console):
 
 
 def cmd_publish(args, console):
-    paths = current_project(console)
+    paths = current_project(console, writes=True)
     if args.dry_run:  # the real run's own decision (provider.plan_refresh), stopped before the write
         publication = provider.plan_refresh(load_state(paths), workspace=paths.root, env=console.env)
         result = dict(publication.as_dict(), dry_run=True)

@@ -327,7 +327,11 @@ def cmd_doctor(args, console):
                 checks.append(_check("guard_file", ok, detail, "run `intent-loop contract publish` (it publishes "
                                                                "above the file's version)"))
         except IntentLoopError as exc:
-            checks.append(_check("guard_file", False, exc.code, "run `intent-loop verify` and `intent-loop recover`"))
+            if exc.code == ErrorCode.NO_PROJECT:  # outside every project: no Guard file to check
+                checks.append(_check("guard_file", True, "not in a recorded project"))
+            else:
+                checks.append(_check("guard_file", False, exc.code,
+                                     "run `intent-loop verify` and `intent-loop recover`"))
     ok = all(c["ok"] for c in checks)
     if args.json:
         console.json({"ok": ok, "checks": checks})

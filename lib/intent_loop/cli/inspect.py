@@ -83,7 +83,12 @@ def task_rows(state):
 
 def cmd_status(args, console):
     root, how = data_root(console)
-    paths = current_project(console)
+    try:
+        paths = current_project(console)
+    except IntentLoopError as exc:
+        if exc.code != ErrorCode.NO_PROJECT:
+            raise
+        return _status_without_project(args, console, root, how, exc)
     result = {"data_root": root, "data_root_chosen_by": how, "project_id": paths.project_id,
               "workspace": paths.root, "hook_failures": _hook_failures(root)}
     try:
@@ -136,6 +141,19 @@ def cmd_status(args, console):
     return 0
 
 
+def _status_without_project(args, console, root, how, exc):
+    """Outside every recorded project, status still says where data lives, and that (exit 0)."""
+    result = {"data_root": root, "data_root_chosen_by": how, "project_id": None, "workspace": None,
+              "project_error": exc.to_dict(), "hook_failures": _hook_failures(root)}
+    if args.json:
+        console.json(result)
+        return 0
+    console.out(f"data root: {root} (chosen by {how})")
+    console.out(f"project:   none: {exc.message}")
+    console.out(f"hook failures logged: {result['hook_failures']}")
+    return 0
+
+
 # -- show -----------------------------------------------------------------------------------
 def cmd_show(args, console):
     if args.max_chars is not None and args.max_chars < 1:
@@ -159,7 +177,7 @@ def cmd_show(args, console):
         if args.json:
             console.json(result)
         else:
-            console.out(stable_text(result))
+            console.out(show_all_text(result))
         return 0
     kwargs = {} if args.max_chars is None else {"max_chars": args.max_chars}
     view = compact_view(state, task_id, for_user=True, **kwargs)
@@ -172,10 +190,43 @@ def cmd_show(args, console):
     return 0
 
 
-def stable_text(value):
-    import json
+def show_all_text(result):
+    """`show --all` for a person: the task, its active claims by facet, what is disputed or
+    unknown, the long-term claims in force, open candidates, the contract, then every claim ever
+    recorded, oldest first (`--json` gives the same as data)."""
+    snap, task = result["snapshot"], result["snapshot"]["task"]
+    label = task_label({"label": task.get("label"), "label_by": task.get("label_by")}, for_user=True)
+    lines = [f"task {result['task_id'][:8]}{label} ({task['mode']}), started {task['created_at']}, "
+             f"changed {task['changed_at']}"]
+    published = snap.get("published")
+    lines.append(f"Guard contract: v{published['version']}" if isinstance(published, dict) and published.get("version")
+                 else "Guard contract: not published yet")
+    active = snap["active"]
+    count = len({c["claim_id"] for by_status in active.values() for claims in by_status.values() for c in claims})
+    lines.append(f"active claims ({count}), by facet:")
+    for facet in sorted(active):
+        lines.append(f"  {facet}:")
+        for status in sorted(active[facet]):
+            lines.extend(f"    {_claim_line(c)}" for c in active[facet][status])
+    for title, claims in (("disagreements", snap["disagreements"]), ("unknowns", snap["unknowns"]),
+                          ("long-term claims in force here", snap["durable"])):
+        if claims:
+            lines.append(f"{title} ({len(claims)}):")
+            lines.extend(f"  {_claim_line(c)}" for c in claims)
+    if snap["stale_long_term"]:
+        lines.append(f"stale long-term claims left out until reviewed: "
+                     f"{', '.join(c[:8] for c in snap['stale_long_term'])}")
+    if snap["candidates"]:
+        lines.append(f"open long-term candidates ({len(snap['candidates'])}): `intent-loop candidate list`")
+    lines.append(f"history: every claim of the task, oldest first ({len(result['history'])}):")
+    lines.extend(f"  {record['state']:<11} {_claim_line(record)}" for record in result["history"])
+    return "\n".join(lines)
 
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)
+
+def _claim_line(claim):
+    whose = "yours" if claim.get("role") == "user" else f"{claim.get('role')}'s"
+    return (f"[{claim['claim_id'][:8]}] {claim['statement']} ({claim['epistemic_status']}, {whose}, "
+            f"scope {claim['scope']})")
 
 
 # -- timeline -------------------------------------------------------------------------------

@@ -82,8 +82,8 @@ def launcher_text(program, env):
         "done",
         'if [ -n "$found" ] && [ -x "${found}hooks/intent-loop" ]; then exec "${found}hooks/intent-loop" cli "$@"; fi',
         'if [ -n "$found" ] && [ -x "${found}dist/intent-loop" ]; then exec "${found}dist/intent-loop" "$@"; fi',
-        f'echo "intent-loop: {ErrorCode.PLUGIN_NOT_INSTALLED}: no intent-loop@{marketplace} plugin in $cache; install it '
-        '(codex plugin add), or run intent-loop unlink" >&2',
+        f'echo "intent-loop: {ErrorCode.PLUGIN_NOT_INSTALLED}: no intent-loop@{marketplace} plugin in $cache; '
+        'install it (codex plugin add), or run intent-loop unlink" >&2',
         "exit 1", ""])
 
 

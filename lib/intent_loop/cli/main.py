@@ -20,7 +20,15 @@ USER_ONLY_WHEN_APPLIED = frozenset(("cmd_recover", "cmd_install", "cmd_uninstall
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so main() owns the exit status."""
+    """argparse that raises instead of exiting, so main() owns the exit status. Every parser, the
+    top level and each command's, takes --project DIR, so it may stand anywhere on the line (absent,
+    it sets nothing: a subcommand's default never hides the top level's value)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_argument("--project", metavar="DIR", default=argparse.SUPPRESS,
+                          help="the project to work on (default: the nearest recorded project from the "
+                               "current directory upward, as git finds a repository)")
 
     def error(self, message):
         raise _UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
@@ -70,6 +78,8 @@ def main(argv=None, *, console=None):
     if not getattr(args, "func", None):
         console.out(parser.format_help())
         return EXIT_USAGE
+    if getattr(args, "project", None) is not None:
+        console.project = args.project
     try:
         _refuse_in_agent_shell(args, console)
         return args.func(args, console)

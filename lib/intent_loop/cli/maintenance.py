@@ -104,7 +104,7 @@ def _republish(paths, console):
 
 
 def cmd_recover(args, console):
-    paths = current_project(console)
+    paths = current_project(console, writes=True)
     export = os.path.abspath(args.export) if args.export else None
     if export and os.path.lexists(export):
         raise IntentLoopError(ErrorCode.FILE_EXISTS, f"{export} exists; choose a new file name")

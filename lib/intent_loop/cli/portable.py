@@ -103,7 +103,7 @@ def _read_graph(console, name):
 
 def cmd_import(args, console):
     data = _read_graph(console, args.file)
-    paths = current_project(console)
+    paths = current_project(console, writes=True)
     try:
         result = graph_import.import_graph(paths, REDUCER, data, task_id=args.task, deadline=deadline(),
                                            workspace=paths.root, env=console.env)
@@ -150,14 +150,14 @@ def _report(console, args, result):
 
 
 def cmd_delete_task(args, console):
-    paths = current_project(console)
+    paths = current_project(console, writes=True)
     result = deletion.delete_task(paths, args.id, confirm=args.confirm, workspace=paths.root, env=console.env,
                                   deadline=deadline(REWRITE_DEADLINE))
     return _report(console, args, result)
 
 
 def cmd_delete_claim(args, console):
-    paths = current_project(console)
+    paths = current_project(console, writes=True)
     result = deletion.delete_claim(paths, args.id, confirm=args.confirm, workspace=paths.root, env=console.env,
                                    deadline=deadline(REWRITE_DEADLINE))
     return _report(console, args, result)

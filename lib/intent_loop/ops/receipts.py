@@ -132,8 +132,11 @@ def guard_text(publication):
     reason = publication.get("reason") or action
     if action == "removed":
         return f"Guard contract withdrawn: {reason}"
-    code = f" ({publication['code']})" if publication.get("code") else ""
-    return f"Guard not updated{code}: {reason}"
+    code = publication.get("code")
+    # A task without a goal is said in words: the code (PROJECTION_INCOMPLETE, in --json and the
+    # docs) names the contract's inner part, not something a user typed
+    shown = f" ({code})" if code and code != "PROJECTION_INCOMPLETE" else ""
+    return f"Guard not updated{shown}: {reason}"
 
 
 def guard_status(publication):
