@@ -14,7 +14,7 @@ import pytest
 
 from helpers import mcp_client
 from helpers.mcp_client import MCP_BINARY, run_hook
-from intent_loop.launch import hook_runs
+from intent_loop.launch import hook_runs, run_record
 from intent_loop.launch.binaries import BINARIES, HOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def test_a_hook_run_leaves_its_install_and_time_in_the_data_root_and_creates_no_
     start = time.time() - 1
     run_copy_hooks(copy, base, workspace)
     root = codex_home / "plugin-data" / "intent-loop" / "v1"
-    install = hook_runs.source_install_id(str(copy))
+    install = run_record.source_install_id(str(copy))
     ran = hook_runs.runs(str(root), install)
     assert set(ran) == {h.event for h in HOOKS} and all(t >= start for t in ran.values())
     assert (root / "runtime" / install / "hooks-ran" / "Stop").read_text() == str(copy / "hooks" / "intent-loop")

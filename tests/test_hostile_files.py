@@ -161,7 +161,9 @@ def test_kernel_filesystems_and_the_filesystem_root_are_not_projects(env, ws):
 def test_a_workspace_inside_the_data_root_is_not_a_project(env):
     inside = os.path.join(env["INTENT_LOOP_DATA_DIR"], "somewhere")
     os.makedirs(inside)
-    proc, _t = _cli(env, inside, "claim", "add", "goal", "x", "--json")
+    proc, _t = _cli(env, inside, "claim", "add", "goal", "x", "--json")  # found nowhere: nothing to write to
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "NO_PROJECT"
+    proc, _t = _cli(env, inside, "claim", "add", "goal", "x", "--json", "--project", ".")  # named: refused as such
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "INVALID_PROJECT_ROOT"
 
 

@@ -1,6 +1,6 @@
 """Hook start-up benchmark: each built hook binary against `python3 -I -S -c pass`, interleaved.
 
-    python3 build.py bench [--sizes 1000,10000,100000] [--rounds 40] [--runs 2] [--quick]
+    python3 build.py bench [--sizes 1000,10000,100000] [--rounds 40] [--runs 2] [--quick] [--source-run-only]
 
 Prints, per realistic path and ledger size, the median and p95 of the hook as ratios to the
 floor measured in the same run, and the same for an empty `node -e ''`, plus the first-run
@@ -290,6 +290,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, numbers mean nothing")
+    parser.add_argument("--source-run-only", action="store_true",
+                        help="only the source-run plugin against the binaries, at the middle size")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.quick:
         args.sizes, args.rounds, args.runs = "20,60", 3, 1
@@ -314,14 +316,14 @@ def main(argv=None):
             projects[size] = (paths, Snapshot(paths, workspace, tmp), root)
             print(f"[{size:>6} events] ledger {os.path.getsize(paths.ledger) / 1e6:.1f} MB, built and verified in "
                   f"{time.perf_counter() - started:.1f} s", flush=True)
-        for run_no in range(1, args.runs + 1):
+        for run_no in range(1, 0 if args.source_run_only else args.runs + 1):
             print(f"== run {run_no} ==", flush=True)
             unlinked = run_case("prompt, no commands, no linked task", DIST / "intent-loop-user-prompt",
                                 lambda i: payload("UserPromptSubmit", workspace, i, prompt="please fix the tests"),
                                 unlinked_env)
             by_size = {size: measure_size(size, projects[size], workspace, env) for size in sizes}
             print_targets(run_no, by_size, unlinked)
-        if not args.quick:
+        if not args.quick and not args.source_run_only:
             print("== a task of 2,000 claims (issue 23; p95 as a ratio to the floor) ==", flush=True)
             big_task_cases(tmp, env)
         middle = sizes[len(sizes) // 2]
@@ -329,7 +331,8 @@ def main(argv=None):
         print(f"[{middle:>6} events]", end=" ", flush=True)
         source_run.run(dict(env, INTENT_LOOP_DATA_DIR=str(root)), workspace, timed, payload, rounds=ROUNDS,
                        snapshot=snapshot)
-        first_run_cost(env, workspace, tries=2 if args.quick else 8)
+        if not args.source_run_only:
+            first_run_cost(env, workspace, tries=2 if args.quick else 8)
 
 
 if __name__ == "__main__":

@@ -345,8 +345,8 @@ def _cjk(n, tag):
 def test_cjk_view_at_the_cap_reaches_the_model_inline(mock_model, codex_env):
     server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
     claims = [("goal", _cjk(480, "目標〇"))] + [("must", _cjk(480, f"必須{i}")) for i in range(1, 6)]
-    for verb, text in claims:
-        _cli(env, workspace, "claim", "add", verb, text)
+    for verb, text in claims:  # the user's terminal in a folder Codex has not recorded yet: --project .
+        _cli(env, workspace, "claim", "add", verb, text, "--project", ".")
     shown = _show(env, workspace)
     assert all(text[:40] in shown for _verb, text in claims), shown
 

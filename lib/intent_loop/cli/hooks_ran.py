@@ -10,6 +10,7 @@ import os
 from intent_loop.launch import hook_runs
 from intent_loop.launch.binaries import HOOKS
 from intent_loop.launch.extracted_runtime import build_id_of
+from intent_loop.launch.run_record import source_install_id
 
 EVENTS = tuple(hook.event for hook in HOOKS)
 UNTRUSTED_ACTION = hook_runs.UNTRUSTED_ACTION
@@ -17,7 +18,7 @@ UNTRUSTED_ACTION = hook_runs.UNTRUSTED_ACTION
 
 def plugin_copy_install(copy):
     """(install id, installed at) of one plugin copy, or None when it holds neither launcher."""
-    install = hook_runs.source_install_id(copy)
+    install = source_install_id(copy)
     if install is None:
         install = build_id_of(os.path.join(copy, "dist", "intent-loop-stop"))
     if install is None:

@@ -178,9 +178,9 @@ def serve(event_name, handler):
 
         finish_extraction()
     run_hook(event_name, handler, detach=True)
-    from intent_loop.launch import hook_runs  # after the answer: doctor's proof that Codex runs us
+    from intent_loop.launch import run_record  # after the answer: doctor's proof that Codex runs us
 
-    hook_runs.record(fast_os.environment, event_name, sys.argv[0] if sys.argv else None)
+    run_record.record(fast_os.environment, event_name, sys.argv[0] if sys.argv else None)
     fast_os._exit(0)
 
 
