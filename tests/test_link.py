@@ -104,3 +104,12 @@ def test_linked_from_a_build_that_is_no_plugin_it_runs_that_build(place):
     assert done.returncode == 0, done.stderr
     assert f"exec '{DIST / 'intent-loop'}' \"$@\"" in (bin_dir / "intent-loop").read_text()
     assert run([bin_dir / "intent-loop", "status"], env, workspace).stdout.startswith("data root:")
+
+
+def test_install_run_from_the_plugin_says_there_is_nothing_to_install(place):
+    env, codex_home, _bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    done = run([copy / "hooks" / "intent-loop", "cli", "install", "--json"], env, workspace)
+    assert done.returncode == 1 and '"PLUGIN_INSTALLED"' in done.stdout, done
+    assert "runs from the Codex plugin intent-loop@intent-loop" in done.stdout
+    assert not (codex_home / "hooks.json").exists()

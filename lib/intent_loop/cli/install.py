@@ -63,10 +63,25 @@ def _dist_dir(args):
     return os.path.dirname(os.path.realpath(sys.argv[0]))
 
 
+def _refuse_from_a_plugin(args):
+    """`install` run from a Codex plugin copy (the repository plugin's command line, or `intent-loop`
+    linked to it): that plugin's hooks are Codex's to run already, and a user-level copy would
+    run every hook twice."""
+    from intent_loop.cli.link import plugin_of
+
+    found = plugin_of(sys.argv[0]) if sys.argv and sys.argv[0] and not getattr(args, "dist", None) else None
+    if found is not None:
+        raise IntentLoopError(ErrorCode.PLUGIN_INSTALLED, (
+            f"this intent-loop runs from the Codex plugin intent-loop@{found[1]}, whose hooks and MCP server Codex "
+            "already runs: there is nothing to install (`install` puts a build's binaries into hooks.json; "
+            "`intent-loop doctor` says whether the plugin's hooks run)"))
+
+
 def cmd_install(args, console):
     codex_home = codex_home_for(args.codex_home, console.env)
     path = os.path.join(codex_home, HOOKS_FILE)
     dist = _dist_dir(args)
+    _refuse_from_a_plugin(args)
     missing = [hook.name for hook in HOOKS if not os.access(os.path.join(dist, hook.name), os.X_OK)]
     if missing:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
