@@ -53,3 +53,36 @@ def test_a_bare_intent_loop_and_help_print_the_help_and_succeed(capsys):
     console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env={})
     assert main(["help", "show"], console=console) == 0  # argparse prints a command's --help itself
     assert "--max-chars" in capsys.readouterr().out
+
+
+def _leaf_commands(parser, prefix=()):
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            for name, sub in action.choices.items():
+                if sub._defaults.get("func") is not None:
+                    yield prefix + (name,), sub._defaults
+                yield from _leaf_commands(sub, prefix + (name,))
+
+
+def test_who_may_run_each_command_is_set_where_it_registers_and_refused_in_the_agents_shell(tmp_path):
+    """Issue 26: the user-only flag is each command's own default, not a list of function names."""
+    import json
+
+    from helpers.cli_runner import make_cli
+    from intent_loop.cli.common import USER_ONLY, USER_ONLY_WHEN_APPLIED
+    from intent_loop.cli.main import build_parser
+
+    flags = {" ".join(words): defaults.get("user_only") for words, defaults in _leaf_commands(build_parser())}
+    assert {c for c, f in flags.items() if f == USER_ONLY} == {
+        "claim replace", "claim drop", "candidate confirm", "candidate dismiss", "private", "off", "on", "import",
+        "delete task", "delete claim", "link", "unlink"}
+    assert {c for c, f in flags.items() if f == USER_ONLY_WHEN_APPLIED} == {"recover", "install", "uninstall"}
+    assert flags["claim add"] is None  # in the agent's shell it records a proposal instead
+    cli = make_cli(tmp_path)
+    cli.env.update(CODEX_TOOL_CALL_ID="call_1")
+    for argv in (["claim", "replace", "0000", "x"], ["private"], ["delete", "task", "x", "--confirm", "y"],
+                 ["link"], ["recover", "--apply"], ["install", "--apply"]):
+        rc, out, _err = cli(*argv, "--json")
+        assert rc == 1 and json.loads(out)["error"]["code"] == "AGENT_SHELL", argv
+    rc, out, _err = cli("recover", "--json")  # a dry run stays open
+    assert (json.loads(out).get("error") or {}).get("code") != "AGENT_SHELL"

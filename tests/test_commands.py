@@ -473,6 +473,16 @@ def test_verb_tables_follow_the_issue_order():
                             "private", "off", "on")
 
 
+def test_every_management_verb_has_exactly_one_handler_and_no_claim_verb_has_one():
+    """The runner dispatches by an explicit {verb: handler} table (issue 26): a verb missing from it
+    would quietly become a claim, a claim verb in it would never be recorded."""
+    from intent_loop.ops.apply_commands import _Runner
+
+    assert set(_Runner.MANAGE) == set(MANAGE_VERBS)
+    assert not set(_Runner.MANAGE) & set(CLAIM_VERBS)
+    assert all(callable(handler) and handler.__name__ == "_" + verb for verb, handler in _Runner.MANAGE.items())
+
+
 def test_import_and_parse_stay_off_costly_modules():
     statements = (
         "from intent_loop.intent.prompt_commands import has_command, parse_prompt\n"

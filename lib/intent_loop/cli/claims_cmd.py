@@ -6,6 +6,7 @@ refreshed inside the same locked transaction.
 import time
 
 from intent_loop.cli.common import (
+    USER_ONLY,
     add_json_flag,
     add_task_option,
     current_project,
@@ -42,12 +43,12 @@ def register(subparsers):
     r.add_argument("text", nargs="+", metavar="TEXT")
     add_task_option(r)
     add_json_flag(r)
-    r.set_defaults(func=cmd_claim_replace)
+    r.set_defaults(func=cmd_claim_replace, user_only=USER_ONLY)
     d = sub.add_parser("drop", help="invalidate an active claim: ID", description="The claim stays in the history.")
     d.add_argument("claim", metavar="ID")
     add_task_option(d)
     add_json_flag(d)
-    d.set_defaults(func=cmd_claim_drop)
+    d.set_defaults(func=cmd_claim_drop, user_only=USER_ONLY)
     show_group_help(p)
 
     p = subparsers.add_parser("candidate", help="long-term candidates: list, confirm or dismiss",
@@ -63,7 +64,7 @@ def register(subparsers):
         c.add_argument("candidate", metavar="ID")
         add_task_option(c)
         add_json_flag(c)
-        c.set_defaults(func=func)
+        c.set_defaults(func=func, user_only=USER_ONLY)
     show_group_help(p)
 
     for mode, text in (("private", "record and show nothing for the task until `on`"),
@@ -72,7 +73,7 @@ def register(subparsers):
         m = subparsers.add_parser(mode, help=text, description=f"Set the task's mode to {mode}: {text}.")
         add_task_option(m)
         add_json_flag(m)
-        m.set_defaults(func=cmd_mode, mode=mode)
+        m.set_defaults(func=cmd_mode, mode=mode, user_only=USER_ONLY)
 
 
 def _run(console, *, operation, params, step, publish=True, also=None):

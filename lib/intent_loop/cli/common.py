@@ -55,6 +55,13 @@ def _json_escape(ch):
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
+# Who may run a command (set where each command registers: `p.set_defaults(user_only=...)`): one that
+# speaks as the user (changes what the user asked for, which tasks exist, what is installed) is
+# refused in a shell the agent runs (cli/main.py is_agent_shell); an apply-gated one only with --apply.
+USER_ONLY = "always"
+USER_ONLY_WHEN_APPLIED = "when applied"
+
+
 class Console:
     """stdout/stderr, the environment and the cwd; tests pass their own."""
 

@@ -8,7 +8,7 @@ import os
 import sys
 
 from intent_loop.cli import mcp_config, plugin_state
-from intent_loop.cli.common import add_json_flag
+from intent_loop.cli.common import USER_ONLY_WHEN_APPLIED, add_json_flag
 from intent_loop.cli.hooks_config import (
     HOOKS_FILE,
     codex_home_for,
@@ -41,13 +41,13 @@ def register(subparsers):
     p.add_argument("--force", action="store_true",
                    help="install even though intent-loop is installed as a Codex plugin in that Codex home "
                         "(every hook would then run twice)")
-    p.set_defaults(func=cmd_install)
+    p.set_defaults(func=cmd_install, user_only=USER_ONLY_WHEN_APPLIED)
     p = subparsers.add_parser("uninstall",
                               help="remove the intent-loop hooks from Codex's hooks.json (dry run by default)",
                               description="Remove exactly the intent-loop handlers (commands running an "
                                           "intent-loop-* binary) from <codex-home>/hooks.json, keeping the rest.")
     _common_options(p)
-    p.set_defaults(func=cmd_uninstall)
+    p.set_defaults(func=cmd_uninstall, user_only=USER_ONLY_WHEN_APPLIED)
 
 
 def _common_options(p):

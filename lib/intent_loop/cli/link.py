@@ -11,7 +11,7 @@ The launcher carries a marker line, so `unlink` and a second `link` touch only a
 import os
 import sys
 
-from intent_loop.cli.common import add_json_flag
+from intent_loop.cli.common import USER_ONLY, add_json_flag
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 MARKER = "# intent-loop link: written by `intent-loop link`; `intent-loop unlink` removes it"
@@ -28,12 +28,12 @@ def register(subparsers):
     _options(p)
     p.add_argument("--force", action="store_true", help="replace a file named intent-loop there that is not ours")
     p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
-    p.set_defaults(func=cmd_link)
+    p.set_defaults(func=cmd_link, user_only=USER_ONLY)
     p = subparsers.add_parser("unlink", help="remove the launcher `intent-loop link` wrote",
                               description="Remove DIR/intent-loop (default ~/.local/bin) when `intent-loop link` "
                                           "wrote it; any other file there is left alone.")
     _options(p)
-    p.set_defaults(func=cmd_unlink)
+    p.set_defaults(func=cmd_unlink, user_only=USER_ONLY)
 
 
 def _options(p):

@@ -3,7 +3,7 @@ import argparse
 import importlib
 import sys
 
-from intent_loop.cli.common import Console, report_error
+from intent_loop.cli.common import USER_ONLY, USER_ONLY_WHEN_APPLIED, Console, report_error
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 # Each module defines register(subparsers); order is the order of `intent-loop --help`.
@@ -11,12 +11,6 @@ COMMAND_MODULES = ("inspect", "history", "claims_cmd", "maintenance", "portable"
                    "replay", "demo", "mcp_cmd")
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEBUG_VARIABLE = "INTENT_LOOP_DEBUG"
-# Commands that speak as the user (they change what the user asked for, which tasks exist, what is
-# installed): refused in a shell the agent runs (see is_agent_shell); `claim add` there records a
-# proposal instead. The apply-gated ones only with --apply (their dry runs stay open).
-USER_ONLY = frozenset(("cmd_claim_replace", "cmd_claim_drop", "cmd_candidate_confirm", "cmd_candidate_dismiss",
-                       "cmd_mode", "cmd_import", "cmd_delete_task", "cmd_delete_claim", "cmd_link", "cmd_unlink"))
-USER_ONLY_WHEN_APPLIED = frozenset(("cmd_recover", "cmd_install", "cmd_uninstall"))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -113,9 +107,11 @@ def is_agent_shell(env):
 
 
 def _refuse_in_agent_shell(args, console):
-    name = getattr(args.func, "__name__", "")
-    applied = name in USER_ONLY_WHEN_APPLIED and getattr(args, "apply", False)
-    if (name in USER_ONLY or applied) and is_agent_shell(console.env):
+    """A command registered as user-only (cli/common.py USER_ONLY) is refused in the agent's shell;
+    `claim add` there records a proposal instead, and an apply-gated one's dry run stays open."""
+    who = getattr(args, "user_only", None)
+    if (who == USER_ONLY or (who == USER_ONLY_WHEN_APPLIED and getattr(args, "apply", False))) \
+            and is_agent_shell(console.env):
         raise IntentLoopError(ErrorCode.AGENT_SHELL, (
             "this command speaks as the user, and it runs in a shell Codex's agent started (CODEX_TOOL_CALL_ID "
             "is set); the agent records through the MCP tools, and the user runs this in their own terminal"))

@@ -1,7 +1,7 @@
 """Health commands: verify (full chain check), doctor (cli/doctor.py), recover (storage/recovery.py)."""
 import os
 
-from intent_loop.cli.common import add_json_flag, current_project, data_root, deadline
+from intent_loop.cli.common import USER_ONLY_WHEN_APPLIED, add_json_flag, current_project, data_root, deadline
 from intent_loop.cli.doctor import cmd_doctor, projects
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
@@ -32,7 +32,7 @@ def register(subparsers):
     p.add_argument("--export", metavar="FILE", help="write the verified prefix bytes to FILE (must not exist)")
     p.add_argument("--apply", action="store_true", help="replace the ledger with its verified prefix")
     add_json_flag(p)
-    p.set_defaults(func=cmd_recover)
+    p.set_defaults(func=cmd_recover, user_only=USER_ONLY_WHEN_APPLIED)
 
 
 def _verify_one(paths, console):

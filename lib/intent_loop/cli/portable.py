@@ -5,6 +5,7 @@ import sys
 
 from intent_loop.cli.common import (
     REWRITE_DEADLINE,
+    USER_ONLY,
     add_json_flag,
     add_task_option,
     current_project,
@@ -40,7 +41,7 @@ def register(subparsers):
     p.add_argument("file", metavar="FILE")
     p.add_argument("--task", metavar="ID", help="import into this task (default: a new task)")
     add_json_flag(p)
-    p.set_defaults(func=cmd_import)
+    p.set_defaults(func=cmd_import, user_only=USER_ONLY)
 
     p = subparsers.add_parser("delete", help="physically delete a task or a claim (typed confirmation required)",
                               description="Rewrite and re-chain the ledger without the task or claim, clear the "
@@ -55,7 +56,7 @@ def register(subparsers):
         d.add_argument("--confirm", required=True, metavar="TEXT",
                        help=f"exactly \"DELETE {what.upper()} <ID>\"")
         add_json_flag(d)
-        d.set_defaults(func=func)
+        d.set_defaults(func=func, user_only=USER_ONLY)
 
     show_group_help(p)
 

@@ -111,8 +111,12 @@ class _Runner:
         return IntentLoopError(code, continuity.not_followed_reason(self.plan.state, self.paths, self.place))
 
     def run(self, command):
+        """One command, by the table of management verbs below; every other verb is a claim (the
+        parser let through only the verbs of intent/claim_verbs.py, and a test pins that the table
+        holds exactly MANAGE_VERBS, so a misspelt handler cannot quietly record a claim)."""
+        handler = self.MANAGE.get(command.verb, _Runner._claim)
         try:
-            getattr(self, "_" + command.verb.replace("-", "_"), self._claim)(command)
+            handler(self, command)
         except IntentLoopError as exc:
             self.receipt.reject(command.line, command.verb, exc.code, exc.message)
 
@@ -349,6 +353,11 @@ class _Runner:
             raise IntentLoopError(ErrorCode.NO_TASK, "this session has no task to turn on")
         tasks.set_mode(self.plan, task_id=self.task_id, mode="on")
         self.receipt.add(command, "on")
+
+    # {verb: handler} of every management verb (intent/claim_verbs.py MANAGE_VERBS)
+    MANAGE = {"show": _show, "help": _help, "new": _new, "resume": _resume, "drop": _drop, "replace": _replace,
+              "approve": _approve, "confirm": _confirm, "dismiss": _dismiss, "private": _private, "off": _off,
+              "on": _on}
 
     def apply_control_change(self):
         """Private control CAS or removal, in the same locked transaction as the events."""
