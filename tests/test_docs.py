@@ -297,3 +297,23 @@ def test_hook_read_path_keeps_heavy_modules_out():
     costly = ("re", "json", "uuid", "enum", "datetime", "typing", "subprocess", "dataclasses", "zipfile",
               "signal", "orjson")
     assert costly_modules_loaded("import hooks.session_start, hooks.user_prompt, hooks.stop", costly) == []
+
+
+def test_every_mcp_tool_is_documented_and_every_documented_tool_exists():
+    """Issue 26: docs/mcp.md's table of tools and the server's tools/list agree, both ways."""
+    from intent_loop.mcp.tool_table import TOOLS
+
+    documented = re.findall(r"^\| `(intent_[a-z_]+)` \|", (ROOT / "docs" / "mcp.md").read_text(), re.M)
+    assert sorted(documented) == sorted(tool["name"] for tool in TOOLS)
+    assert len(documented) == len(set(documented))
+
+
+def test_the_mcp_schemas_take_their_verbs_facets_and_bounds_from_the_claim_rule():
+    from intent_loop.intent.claim_verbs import CLAIM_VERBS
+    from intent_loop.intent.claims import FACETS, MAX_STATEMENT
+    from intent_loop.mcp.tool_table import TOOLS
+
+    explicit = next(t for t in TOOLS if t["name"] == "intent_add_explicit")["inputSchema"]["properties"]
+    assert explicit["verb"]["enum"] == list(CLAIM_VERBS)
+    assert explicit["facets"]["items"]["enum"] == list(FACETS)
+    assert explicit["statement"]["maxLength"] == MAX_STATEMENT

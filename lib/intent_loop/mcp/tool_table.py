@@ -3,11 +3,14 @@
 Codex strips maxLength and maxItems from these schemas before the model sees them, so every bound
 is checked again by the server (mcp/arguments.py); the schemas only tell the model what to send.
 Codex runs a call without asking only if the tool is read-only, or neither destructive nor open-world.
+The facets, verbs and the statement's bound come from intent/, where the claim rule lives.
 """
-FACETS = ["outcome", "success_signal", "failure_signal", "hard_constraint", "soft_constraint",
-          "tradeoff", "unknown", "result_feedback", "disagreement"]
-VERBS = ["goal", "object", "surface", "include", "exclude", "must", "must-not", "allow", "ask", "forbid",
-         "done-when", "prefer", "tradeoff", "always"]
+from intent_loop.intent.claim_verbs import CLAIM_VERBS
+from intent_loop.intent.claims import FACETS as CLAIM_FACETS
+from intent_loop.intent.claims import MAX_STATEMENT
+
+FACETS = list(CLAIM_FACETS)
+VERBS = list(CLAIM_VERBS)
 
 _READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 # idempotentHint means "the same arguments again have no further effect": true of the reads, of
@@ -23,7 +26,8 @@ _REQUEST = {"type": "string", "maxLength": 200,
             "description": "optional idempotency key: a retry with the same key returns the stored result"}
 _ROOT = {"type": "string",
          "description": "absolute project directory, only for clients without Codex's sandbox metadata"}
-_STATEMENT = {"type": "string", "minLength": 1, "maxLength": 500, "description": "one atomic statement, one line"}
+_STATEMENT = {"type": "string", "minLength": 1, "maxLength": MAX_STATEMENT,
+              "description": "one atomic statement, one line"}
 _FACETS = {"type": "array", "items": {"type": "string", "enum": FACETS}, "minItems": 1, "uniqueItems": True}
 _EXCERPT = {"type": "string", "maxLength": 160, "description": "a short excerpt of what the statement rests on"}
 _SCOPE = {"type": "string", "enum": ["task", "project", "long_term"]}
