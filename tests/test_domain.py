@@ -556,3 +556,15 @@ def test_deleting_cache_gives_identical_state(project, workspace):
     assert first == second
     assert canonical_bytes(ledger.verify_all(project, REDUCER).state) == first
     assert views.compact_view(state_of(project), linked(project)["task_id"]) == view1
+
+
+def test_an_intent_loop_error_survives_pickling_with_its_fields():
+    """Issue 26, item 5: a process pool or a multiprocessing queue hands errors on by pickling."""
+    import pickle
+
+    from intent_loop.errors import ErrorCode, IntentLoopError
+
+    error = IntentLoopError(ErrorCode.LEDGER_CHAIN_BROKEN, "line 3 does not chain", line=3, details={"offset": 120})
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), copy.code, copy.message, copy.line, copy.details, str(copy)) == \
+        (IntentLoopError, error.code, error.message, 3, {"offset": 120}, str(error))

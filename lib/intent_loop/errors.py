@@ -97,6 +97,10 @@ class IntentLoopError(Exception):
         self.line = line
         self.details = details or {}
 
+    def __reduce__(self):
+        """Picklable with its keywords (the default pickling would pass the joined text as `code`)."""
+        return _rebuild, (self.code, self.message, self.line, self.details)
+
     def to_dict(self):
         out = {"code": self.code, "message": self.message}
         if self.line is not None:
@@ -104,3 +108,7 @@ class IntentLoopError(Exception):
         if self.details:
             out["details"] = self.details
         return out
+
+
+def _rebuild(code, message, line, details):
+    return IntentLoopError(code, message, line=line, details=details)

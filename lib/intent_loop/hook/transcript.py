@@ -37,7 +37,7 @@ def is_steering(payload):
 def _tail(path):
     """The log's last TAIL_BYTES. O_NONBLOCK: a FIFO or device named as the log must not hold the
     hook until its deadline (only a regular file is read)."""
-    fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NONBLOCK | getattr(fast_os, "O_NOFOLLOW", 0))
+    fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NONBLOCK | fast_os.O_NOFOLLOW)
     try:
         st = fast_os.fstat(fd)
         if not fast_os.S_ISREG(st.st_mode):

@@ -60,7 +60,7 @@ def write_export(path, data, *, force=False):
         return path
     temp = temp_name_for(path)
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             write_all(fd, data)
             platform.fsync_file(fd)

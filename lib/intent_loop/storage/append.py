@@ -27,7 +27,7 @@ from intent_loop.storage.atomic import describe_os_error, write_all
 
 def open_for_append(path, verified_fd, verified_length):
     """A descriptor to append to `path`, checked to be the very file `verified_fd` verified."""
-    flags = fast_os.O_WRONLY | fast_os.O_APPEND | getattr(fast_os, "O_NOFOLLOW", 0) | fast_os.O_NONBLOCK
+    flags = fast_os.O_WRONLY | fast_os.O_APPEND | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK
     try:
         fd = fast_os.open(path, flags)
     except OSError as exc:

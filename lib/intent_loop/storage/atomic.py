@@ -68,7 +68,7 @@ def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
     temp = temp_name_for(path)
     try:
         fd = fast_os.open(temp, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL
-                                | getattr(fast_os, "O_NOFOLLOW", 0), mode)
+                                | fast_os.O_NOFOLLOW, mode)
         try:
             if prefix is not None:
                 copy_prefix(prefix[0], fd, prefix[1])

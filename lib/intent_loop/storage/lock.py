@@ -128,7 +128,7 @@ class ProjectLock:
         fast_os.mkdir(prepared, 0o700)
         owner_path = fast_os.path.join(prepared, OWNER_FILE)
         fd = fast_os.open(owner_path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL
-                                      | getattr(fast_os, "O_NOFOLLOW", 0), 0o600)
+                                      | fast_os.O_NOFOLLOW, 0o600)
         self._owner_fd = fd  # from here on _abandon closes it, whatever fails next
         # A holder cleaning residue may probe this fresh file with a brief shared lock between
         # our open and our flock; wait that out instead of failing.
@@ -320,7 +320,7 @@ def _is_pid_gone(record):
 def _is_being_prepared(path):
     owner = fast_os.path.join(path, OWNER_FILE)
     try:
-        fd = fast_os.open(owner, fast_os.O_RDONLY | getattr(fast_os, "O_NOFOLLOW", 0))
+        fd = fast_os.open(owner, fast_os.O_RDONLY | fast_os.O_NOFOLLOW)
     except OSError:
         try:
             return time.time() - fast_os.lstat(path).st_mtime <= OWNERLESS_GRACE

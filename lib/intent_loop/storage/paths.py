@@ -164,7 +164,7 @@ def open_regular(path, flags=None, mode=0o600):
     """
     flags = fast_os.O_RDONLY if flags is None else flags
     try:
-        fd = fast_os.open(path, flags | getattr(fast_os, "O_NOFOLLOW", 0) | fast_os.O_NONBLOCK, mode)
+        fd = fast_os.open(path, flags | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK, mode)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             raise

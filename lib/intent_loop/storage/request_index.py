@@ -107,7 +107,7 @@ class Table:
 
 def _open(paths, *, create):
     path = _path(paths)
-    flags = fast_os.O_RDWR | getattr(fast_os, "O_NOFOLLOW", 0) | fast_os.O_NONBLOCK
+    flags = fast_os.O_RDWR | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK
     try:
         if paths_mod.check_regular_file(path) is None:
             if not create:
@@ -357,7 +357,7 @@ def rebuild(paths, fd, size, *, last_line_start, last_hash):
 
 
 def _write_table(temp, capacity, requests, size, last_line_start, last_hash):
-    fd = fast_os.open(temp, fast_os.O_RDWR | fast_os.O_CREAT | fast_os.O_EXCL | getattr(fast_os, "O_NOFOLLOW", 0),
+    fd = fast_os.open(temp, fast_os.O_RDWR | fast_os.O_CREAT | fast_os.O_EXCL | fast_os.O_NOFOLLOW,
                       0o600)
     try:
         table = Table(fd, capacity)
