@@ -64,3 +64,40 @@ def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_pa
 
     state = ledger.load_verified(paths.project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws)), REDUCER).state
     assert paths.session_hash("sess-after-clear") not in state["sessions"] and len(state["tasks"]) == 1
+
+
+# Issue 26, item 7: the number of our modules (intent_loop.* and hooks.*) each hook path loads,
+# the work after the answer included (run inline here; the hook process forks it off), pinned so it
+# changes only on purpose: update a figure with the reason in the commit (startup-performance.md).
+PATH_MODULES = {
+    "SessionStart resume": 27,
+    "prompt without commands": 36,
+    "prompt with two commands": 49,
+    "Stop": 50,
+}
+
+
+def _path_runs(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(tmp_path / "d")}
+    base = {"transcript_path": None, "cwd": str(ws), "model": "m", "permission_mode": "default", "session_id": "s-1"}
+    _run("UserPromptSubmit", dict(base, turn_id="t-0", hook_event_name="UserPromptSubmit",
+                                  prompt="intent: goal ship the parser"), env)
+    runs = {
+        "SessionStart resume": ("SessionStart", dict(base, hook_event_name="SessionStart", source="resume")),
+        "prompt without commands": ("UserPromptSubmit", dict(base, turn_id="t-1", hook_event_name="UserPromptSubmit",
+                                                             prompt="please go on")),
+        "prompt with two commands": ("UserPromptSubmit", dict(base, turn_id="t-2", hook_event_name="UserPromptSubmit",
+                                                              prompt="intent: must keep the API\n"
+                                                                     "intent: include src/")),
+        "Stop": ("Stop", dict(base, turn_id="t-2", hook_event_name="Stop", stop_hook_active=False,
+                              last_assistant_message="Done.")),
+    }
+    return {name: _run(event, payload, env)[1] for name, (event, payload) in runs.items()}
+
+
+def test_each_hook_path_loads_its_pinned_number_of_modules(tmp_path):
+    counts = {name: sum(1 for m in loaded if m.startswith(("intent_loop", "hooks")))
+              for name, loaded in _path_runs(tmp_path).items()}
+    assert counts == PATH_MODULES
