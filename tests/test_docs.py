@@ -317,3 +317,13 @@ def test_the_mcp_schemas_take_their_verbs_facets_and_bounds_from_the_claim_rule(
     assert explicit["verb"]["enum"] == list(CLAIM_VERBS)
     assert explicit["facets"]["items"]["enum"] == list(FACETS)
     assert explicit["statement"]["maxLength"] == MAX_STATEMENT
+
+
+def test_every_mcp_tool_has_exactly_one_handler_in_the_table():
+    """Issue 26: the server finds a tool's handler in an explicit table, not by hasattr over modules."""
+    from intent_loop.mcp.tool_table import TOOLS
+    from intent_loop.mcp.tools import handlers
+
+    table = handlers()
+    assert sorted(table) == sorted(tool["name"] for tool in TOOLS)
+    assert all(handler.__name__ == name for name, handler in table.items())

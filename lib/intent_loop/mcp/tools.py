@@ -50,13 +50,28 @@ class Tools:
         return envelope.tool_result(out)
 
 
-def _handler(name):
+def handlers():
+    """{tool name: handler} of every tool of mcp/tool_table.py (a test pins that both list the same
+    tools): reads, the agent's writes, and the amendments that change or remove a record."""
     from intent_loop.mcp import amendments, reads, writes
 
-    for module in (reads, writes, amendments):
-        if hasattr(module, name):
-            return getattr(module, name)
-    raise AssertionError(f"tool {name} has no handler")  # tests/test_mcp_server.py lists every tool
+    return {
+        "intent_status": reads.intent_status, "intent_get_snapshot": reads.intent_get_snapshot,
+        "intent_list_candidates": reads.intent_list_candidates, "intent_export": reads.intent_export,
+        "intent_start_task": writes.intent_start_task, "intent_add_explicit": writes.intent_add_explicit,
+        "intent_add_inference": writes.intent_add_inference, "intent_add_evidence": writes.intent_add_evidence,
+        "intent_mark_unknown": writes.intent_mark_unknown, "intent_mark_dispute": writes.intent_mark_dispute,
+        "intent_replace_claim": amendments.intent_replace_claim, "intent_invalidate": amendments.intent_invalidate,
+        "intent_import": amendments.intent_import, "intent_delete": amendments.intent_delete,
+        "intent_set_mode": amendments.intent_set_mode,
+    }
+
+
+def _handler(name):
+    handler = handlers().get(name)
+    if handler is None:  # the server answers only the tools of its table (mcp/server.py)
+        raise AssertionError(f"tool {name} has no handler")
+    return handler
 
 
 class Call:
