@@ -72,8 +72,8 @@ def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_pa
 PATH_MODULES = {
     "SessionStart resume": 27,
     "prompt without commands": 36,
-    "prompt with two commands": 49,
-    "Stop": 50,
+    "prompt with two commands": 50,  # guard/publishing.py split out of ops/apply_commands.py (issue 26)
+    "Stop": 45,  # the Stop publishes through guard/publishing.py and no longer loads apply_commands
 }
 
 

@@ -15,11 +15,11 @@ from intent_loop.cli.common import (
     pick_task,
     show_group_help,
 )
+from intent_loop.guard.publishing import add_publication, apply_quietly
 from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import CLAIM_VERBS, verb_for_claim
 from intent_loop.intent.state import REDUCER
-from intent_loop.ops.apply_commands import add_publication, apply_quietly
 from intent_loop.storage.ledger import new_uuid4
 from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import Planned, mutate

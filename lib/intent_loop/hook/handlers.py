@@ -394,11 +394,11 @@ def _guard_repair_job(ctx):
     lock after the answer. A damaged file of ours is written back as recorded, a foreign one is left
     alone, and what the user must hear waits in the seen record for the next prompt's receipt."""
     def repair(deadline):
-        from intent_loop.ops import apply_commands
+        from intent_loop.guard import publishing
         from intent_loop.storage.transaction import Transaction
 
         with Transaction(ctx.paths, reducer(), deadline=deadline) as tx:
-            ctx.note_guard(apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
+            ctx.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
 
     return repair
 
@@ -676,8 +676,8 @@ def stop(payload, runtime):
     task_id = task["task_id"]
 
     def record_and_publish(deadline):
+        from intent_loop.guard import publishing
         from intent_loop.intent.tasks import Plan, observe
-        from intent_loop.ops import apply_commands
         from intent_loop.storage.transaction import Planned, Transaction, mutate
 
         message = payload.get("last_assistant_message")
@@ -698,19 +698,19 @@ def stop(payload, runtime):
             p = Plan(state, now="")
             observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
                     source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
-            return Planned(p.drafts, detail=apply_commands.add_publication(p, workspace=ctx.workspace, env=ctx.env,
+            return Planned(p.drafts, detail=publishing.add_publication(p, workspace=ctx.workspace, env=ctx.env,
                                                                            cwd=ctx.cwd))
 
         def after_commit(tx, mutation):
             if mutation.detail is not None:  # a refusal or a repair found here is told at the next prompt
-                ctx.note_guard(apply_commands.apply_quietly(mutation.detail, env=ctx.env))
+                ctx.note_guard(publishing.apply_quietly(mutation.detail, env=ctx.env))
 
         mutation = mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="stop",
                           params={"source": source}, plan=plan, deadline=deadline,
                           after_commit=after_commit, resume=ctx.verified)
         if mutation.replayed:  # a retried Stop still makes sure the file is current
             with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                ctx.note_guard(apply_commands.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
+                ctx.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
 
     return {"after_answer": (ctx.paths, record_and_publish)}
 
