@@ -8,11 +8,11 @@ import pytest
 from helpers.cli_runner import make_cli
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
+from intent_loop.guard.publishing import refresh_quietly
 from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.state_cache import materialize
 from intent_loop.ops import deletion
-from intent_loop.ops.apply_commands import refresh_quietly
 from intent_loop.storage.canonical import canonical_bytes, dumps
 from intent_loop.storage.ledger import load_verified, new_uuid4, verify_all
 from intent_loop.storage.timestamps import format_utc

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from intent_loop.guard import acceptance, contract_file, document, provider
+from intent_loop.guard import acceptance, contract_file, document, provider, publishing
 from intent_loop.intent import prompt_commands, tasks
 from intent_loop.intent.state import ProjectReducer
 from intent_loop.ops import apply_commands
@@ -395,7 +395,7 @@ def test_a_guard_path_outside_the_project_is_never_written(project, workspace, t
     run(project, workspace, "intent: goal ship it")
     env = {"EFG_CONTRACT_PATH": value}
     with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
-        result = apply_commands.refresh_quietly(tx, workspace=workspace, env=env)
+        result = publishing.refresh_quietly(tx, workspace=workspace, env=env)
     assert result["action"] == "outside" and result["code"] == "PROVIDER_PATH_OUTSIDE"
     assert list(outside.rglob("*")) == []  # neither the document nor a .gitignore
     assert not os.path.exists(os.path.join(workspace, "config", "guard"))
