@@ -327,3 +327,20 @@ def test_every_mcp_tool_has_exactly_one_handler_in_the_table():
     table = handlers()
     assert sorted(table) == sorted(tool["name"] for tool in TOOLS)
     assert all(handler.__name__ == name for name, handler in table.items())
+
+
+def test_each_tools_schema_names_exactly_the_arguments_its_handler_takes():
+    """The server checks argument names against the schema before it reads any state; the
+    handlers' own checks must agree with it."""
+    import inspect
+
+    from intent_loop.mcp.tool_table import TOOLS
+    from intent_loop.mcp.tools import _argument_names, handlers
+
+    for tool in TOOLS:
+        source = inspect.getsource(handlers()[tool["name"]])
+        match = re.search(r"check_names\(call\.args, \(([^)]*)\)\)", source)
+        if match is None:  # a handler that builds its list (writes._add) is checked by the server tests
+            continue
+        named = tuple(re.findall(r'"([a-z_]+)"', match.group(1)))
+        assert sorted(named) == sorted(_argument_names(tool["name"])), tool["name"]

@@ -504,3 +504,17 @@ def test_every_tools_first_text_is_one_sentence_a_person_can_read(server, env, w
             assert envelope["error"]["code"] in text
         for claim_id in (envelope.get("result") or {}).get("claim_ids", [])[:1]:
             assert claim_id[:8] in text, (name, text)
+
+
+def test_argument_names_are_checked_before_any_state_is_read(server, env, ws):
+    """Issue 26: an invalid call on a damaged project gets the argument error first (the state is
+    never read for a call the server refuses anyway); a valid one still gets the ledger's error."""
+    typed(env, ws, "intent: goal Ship the parser")
+    project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
+    os.rename(project.ledger, project.ledger + ".real")  # a link in the ledger's place: every read refuses it
+    os.symlink(project.ledger + ".real", project.ledger)
+    refused = call(server, ws, "intent_status", {"bogus": 1})
+    assert refused["ok"] is False and refused["error"]["code"] == "INVALID_ARGUMENT", refused
+    assert "unknown arguments: bogus" in refused["error"]["message"]
+    damaged = call(server, ws, "intent_status")
+    assert damaged["ok"] is False and damaged["error"]["code"] == "UNSAFE_PATH", damaged

@@ -30,9 +30,10 @@ class Tools:
         """The CallToolResult of one call; never raises (SIGTERM only sets a flag: the call finishes)."""
         call = None
         try:
+            handler = _handler(name)
+            arguments.check_names(args, _argument_names(name))  # before any state is read (issue 26)
             call = Call(self, name, args, bind(meta, args, env=self.env, executable=self.executable,
                                                ask_roots=self.ask_roots))
-            handler = _handler(name)
             result = handler(call)
             out = envelope.success(name, project_id=call.paths.project_id, task_id=call.task_id, result=result)
         except IntentLoopError as exc:
@@ -65,6 +66,14 @@ def handlers():
         "intent_import": amendments.intent_import, "intent_delete": amendments.intent_delete,
         "intent_set_mode": amendments.intent_set_mode,
     }
+
+
+def _argument_names(name):
+    """The arguments a tool takes, from its input schema (mcp/tool_table.py), project_root aside."""
+    from intent_loop.mcp.tool_table import TOOLS
+
+    schema = next(tool["inputSchema"] for tool in TOOLS if tool["name"] == name)
+    return tuple(n for n in schema["properties"] if n not in arguments.COMMON)
 
 
 def _handler(name):
