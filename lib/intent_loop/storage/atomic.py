@@ -55,38 +55,47 @@ def _copy_by_reading(src_fd, dst_fd, start, length):
     return len(chunk)
 
 
-def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
+def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None, fill=None, check=None):
     """Replace `path` with `data` durably (`durable=False`: atomic only, for derived caches).
 
     `prefix=(fd, length)` puts the first `length` bytes of an open file before `data`: cutting a
-    torn tail keeps the ledger's verified prefix without reading it into memory.
+    torn tail keeps the ledger's verified prefix without reading it into memory. `fill(fd)`
+    writes the content itself instead of `data` (a streamed rewrite of the whole ledger), and
+    `check(fd, filled)` runs on the synced temp file before the rename; either may raise to leave
+    `path` as it was. Returns what `fill` returned.
 
     Before the rename any failure leaves `path` byte-identical and no temp file behind
     (WRITE_FAILED). After the rename the new content is visible; if the directory sync then
     fails the outcome is DURABILITY_UNCERTAIN, never "failed".
     """
     temp = temp_name_for(path)
+    filled = None
     try:
-        fd = fast_os.open(temp, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_EXCL
+        fd = fast_os.open(temp, fast_os.O_RDWR | fast_os.O_CREAT | fast_os.O_EXCL
                                 | fast_os.O_NOFOLLOW, mode)
         try:
             if prefix is not None:
                 copy_prefix(prefix[0], fd, prefix[1])
-            write_all(fd, data)
+            if fill is not None:
+                filled = fill(fd)
+            else:
+                write_all(fd, data)
             if durable:
                 platform.fsync_file(fd)
+            if check is not None:
+                check(fd, filled)
         finally:
             fast_os.close(fd)
         fast_os.replace(temp, path)
     except OSError as exc:
-        _remove_quietly(temp)
+        remove_quietly(temp)
         raise IntentLoopError(ErrorCode.WRITE_FAILED,
                               f"could not write {fast_os.path.basename(path)}: {describe_os_error(exc)}") from exc
     except BaseException:
-        _remove_quietly(temp)
+        remove_quietly(temp)
         raise
     if not durable:
-        return
+        return filled
     try:
         platform.fsync_directory(fast_os.path.dirname(path))
     except OSError as exc:
@@ -95,9 +104,10 @@ def replace_atomically(path, data, *, mode=0o600, durable=True, prefix=None):
             f"{fast_os.path.basename(path)} was replaced but the directory sync failed ({exc.strerror}); "
             "the change is visible, a retry with the same request id returns it",
         ) from exc
+    return filled
 
 
-def _remove_quietly(path):
+def remove_quietly(path):
     try:
         fast_os.unlink(path)
     except OSError:

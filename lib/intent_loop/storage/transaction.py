@@ -107,6 +107,7 @@ class Transaction:
             "detected_at": format_utc(self._now()),
         }
         from intent_loop.storage import quarantine  # rare: every module is a slice of a hook's start
+        from intent_loop.storage.atomic import replace_atomically
 
         name = quarantine.torn_tail_name(self._now())
         replace_atomically(fast_os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
@@ -148,6 +149,8 @@ class Transaction:
         first_offset = self.verified.size
         try:
             if self.fd is None:  # creating the ledger: the seed's temp file + fsync + rename
+                from intent_loop.storage.atomic import replace_atomically  # only then: the read path needs none
+
                 replace_atomically(self.paths.ledger, b"".join(lines))
                 self._reopen()
             else:
@@ -206,6 +209,8 @@ class Transaction:
 
     def replace_ledger(self, new_data, *, expect_count):
         """Rewrite the whole ledger (deletion, recovery): verify `new_data` fully first."""
+        from intent_loop.storage.atomic import replace_atomically
+
         fresh = empty_verified(self.reducer)
         fold_lines(new_data, fresh, self.reducer, project_id=self.paths.project_id)
         if fresh.count != expect_count or fresh.torn_tail:
@@ -222,62 +227,30 @@ class Transaction:
         """Rewrite the whole ledger without holding it in memory (deletion at any size).
 
         `write(out_fd)` writes the new ledger into a temp file beside it and returns the number of
-        events written; the temp file is synced, verified in full by the streaming verifier, and
-        only then renamed over the ledger (the seed's replace protocol). Returns what `write`
-        returned."""
-        from intent_loop.storage import platform
-        from intent_loop.storage.atomic import temp_name_for
+        events written (or a tuple starting with it); `atomic.replace_atomically` syncs it, this
+        verifies it in full with the streaming verifier, and only then is it renamed over the
+        ledger (the seed's replace protocol). Returns what `write` returned."""
+        from intent_loop.storage.atomic import replace_atomically
         from intent_loop.storage.bulk_verify import fold_stream
 
-        temp = temp_name_for(self.paths.ledger)
-        try:
-            out = fast_os.open(temp, fast_os.O_RDWR | fast_os.O_CREAT | fast_os.O_EXCL | fast_os.O_NOFOLLOW, 0o600)
-            try:
-                result = write(out)
-                platform.fsync_file(out)
-                fresh = empty_verified(self.reducer)
-                fold_stream(out, fresh, self.reducer, project_id=self.paths.project_id,
-                            end=fast_os.fstat(out).st_size, on_progress=on_progress)
-            finally:
-                fast_os.close(out)
+        fresh = empty_verified(self.reducer)
+
+        def verified_in_full(out, result):
+            fold_stream(out, fresh, self.reducer, project_id=self.paths.project_id,
+                        end=fast_os.fstat(out).st_size, on_progress=on_progress)
             count = result[0] if isinstance(result, tuple) else result
             if fresh.count != count or fresh.torn_tail:
                 raise IntentLoopError(ErrorCode.INVALID_EVENT,
                                       "the rewritten ledger did not verify; nothing was replaced")
             self.check_deadline()
-            fast_os.replace(temp, self.paths.ledger)
-        except OSError as exc:
-            _unlink_quietly(temp)
-            raise IntentLoopError(ErrorCode.WRITE_FAILED, f"could not rewrite the ledger: {exc.strerror or exc}; "
-                                  "it is unchanged") from exc
-        except BaseException:
-            _unlink_quietly(temp)
-            raise
+
+        result = replace_atomically(self.paths.ledger, fill=write, check=verified_in_full)
         self._reopen()
         self.index_end = None  # offsets moved: the request index revalidates itself
         self.verified = fresh
         self._save_cache()
-        try:
-            platform.fsync_directory(fast_os.path.dirname(self.paths.ledger))
-        except OSError as exc:
-            raise IntentLoopError(ErrorCode.DURABILITY_UNCERTAIN,
-                                  f"the ledger was rewritten but the directory sync failed ({exc.strerror}); "
-                                  "the change is visible") from exc
         return result
 
-
-def _unlink_quietly(path):
-    try:
-        fast_os.unlink(path)
-    except OSError:
-        pass
-
-
-def replace_atomically(path, data, **kwargs):
-    """Lazy proxy: the read path (every hook) never needs the write machinery."""
-    from intent_loop.storage.atomic import replace_atomically as replace
-
-    return replace(path, data, **kwargs)
 
 
 def _remove_orphan_temps(paths):
