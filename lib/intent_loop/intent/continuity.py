@@ -81,18 +81,12 @@ def goals(task):
 
 def age(stamp, now):
     """"3 weeks", "2 days", "5 hours", "4 minutes", "a moment": how long ago `stamp` was."""
-    from intent_loop.storage.timestamps import parse_epoch
+    from intent_loop.storage.timestamps import duration_words, parse_epoch
 
     then = parse_epoch(stamp) if isinstance(stamp, str) else None
     if then is None:
         return "a while"
-    seconds = max(0, now - then)
-    for unit, size in (("year", 365 * 86400), ("month", 30 * 86400), ("week", 7 * 86400), ("day", 86400),
-                       ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return "a moment"
+    return duration_words(now - then)
 
 
 def task_ages(task, now):

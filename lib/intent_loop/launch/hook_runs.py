@@ -17,6 +17,7 @@ import time
 
 from intent_loop.launch.run_record import RAN_DIR, RUNTIME_DIR, running_install_id
 from intent_loop.storage import fast_os as os
+from intent_loop.storage.timestamps import duration_words
 
 NO_PYTHON_TOLD = "no-python-told"  # launch/find_python.sh writes the session it told
 UNTRUSTED_ACTION = ("Codex may not trust these hooks: start Codex, open `/hooks` and trust the intent-loop "
@@ -92,12 +93,6 @@ def verdict(data_root, install, installed_at, *, events):
 
 
 def ago(when):
-    seconds = max(0, int(time.time() - when))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    if seconds < 172800:
-        return f"{seconds // 3600} h ago"
-    return f"{seconds // 86400} days ago"
+    """"2 days ago", worded as the task ages a session is told (storage/timestamps.py)."""
+    return f"{duration_words(time.time() - when)} ago"
 

@@ -136,3 +136,15 @@ def _offset_error(text, position):
     if hours > 23 or minutes > 59:
         return f"offset {offset} is out of range"
     return None
+
+
+def duration_words(seconds):
+    """"3 weeks", "2 days", "5 hours", "4 minutes", "a moment": a span of time as a person says it
+    (the task ages a session is told, doctor's hook runs)."""
+    seconds = max(0, seconds)
+    for unit, size in (("year", 365 * 86400), ("month", 30 * 86400), ("week", 7 * 86400), ("day", 86400),
+                       ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return "a moment"
