@@ -113,3 +113,25 @@ def test_install_run_from_the_plugin_says_there_is_nothing_to_install(place):
     assert done.returncode == 1 and '"PLUGIN_INSTALLED"' in done.stdout, done
     assert "runs from the Codex plugin intent-loop@intent-loop" in done.stdout
     assert not (codex_home / "hooks.json").exists()
+
+
+def test_a_fifo_where_the_launcher_goes_never_hangs_link_or_unlink(place):
+    """A hostile file at ~/.local/bin/intent-loop: a FIFO (an open() of it would block) is not ours."""
+    env, codex_home, bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    bin_dir.mkdir(parents=True)
+    os.mkfifo(bin_dir / "intent-loop")
+    for verb in ("link", "unlink"):
+        done = run([copy / "hooks" / "intent-loop", "cli", verb, "--json"], env, workspace)  # run() has a timeout
+        assert done.returncode == 1 and '"LINK_EXISTS"' in done.stdout, done
+    assert run([copy / "hooks" / "intent-loop", "cli", "link", "--force"], env, workspace).returncode == 0
+    assert "intent-loop link" in (bin_dir / "intent-loop").read_text()
+
+
+def test_build_ids_are_read_without_blocking_on_a_fifo(tmp_path):
+    from intent_loop.launch.extracted_runtime import build_id_of
+
+    os.mkfifo(tmp_path / "intent-loop-stop")
+    assert build_id_of(str(tmp_path / "intent-loop-stop")) is None
+    (tmp_path / "big").write_bytes(b"#!/bin/sh\nsite=$root/runtime/" + b"a" * 64 + b"/x\n" + b"\0" * 100000)
+    assert build_id_of(str(tmp_path / "big")) == "a" * 64  # a binary is far longer than the head it reads

@@ -17,6 +17,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 MARKER = "# intent-loop link: written by `intent-loop link`; `intent-loop unlink` removes it"
 DEFAULT_DIR = os.path.join("~", ".local", "bin")
 NAME = "intent-loop"
+LAUNCHER_CAP = 64 << 10  # ours is a few hundred bytes: anything bigger is someone else's file
 
 
 def register(subparsers):
@@ -101,13 +102,21 @@ def _sh_quote(text):
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def _is_ours(path):
+def _read(path):
+    """The file's text, or None when it is missing or no regular file we could have written (a
+    FIFO there must not hang the command: paths.read_through_links never blocks)."""
+    from intent_loop.storage.paths import read_through_links
+
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    return MARKER.encode() in head
+        data = read_through_links(path, LAUNCHER_CAP)
+    except (OSError, IntentLoopError):
+        return None
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def _is_ours(path):
+    text = _read(path)
+    return text is not None and MARKER in text
 
 
 def _on_path(directory, env):
@@ -157,11 +166,6 @@ def cmd_unlink(args, console):
     else:
         console.out(f"{why}: {target}")
     return 0
-
-
-def _read(path):
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.read()
 
 
 def _write(target, text):

@@ -10,8 +10,8 @@ import os
 
 from intent_loop.launch.fast_path import MARKER
 from intent_loop.launch.launcher import EXTRACTING_ENV
+from intent_loop.launch.run_record import RUNTIME_DIR  # the one name of <data root>/runtime
 
-RUNTIME_DIR = "runtime"
 REMOVING_PREFIX = ".removing-"  # a runtime being deleted; a sweep interrupted half-way is finished by the next
 RECENT_SECONDS = 3600  # a runtime changed this recently may be a first run extracting right now: kept
 
@@ -55,11 +55,14 @@ def is_build_id(name):
 
 
 def build_id_of(binary):
-    """The build id a binary's launcher names in its `.../runtime/<build id>/...` path, or None."""
+    """The build id a binary's launcher names in its `.../runtime/<build id>/...` path, or None
+    (also for a FIFO or device in its place: the read never blocks)."""
+    from intent_loop.errors import IntentLoopError
+    from intent_loop.storage.paths import read_through_links
+
     try:
-        with open(binary, "rb") as fh:
-            head = fh.read(16384)
-    except OSError:
+        head = read_through_links(binary, 16384, head=True) or b""
+    except (OSError, IntentLoopError):
         return None
     needle = ("/" + RUNTIME_DIR + "/").encode()
     at = head.find(needle)

@@ -208,11 +208,12 @@ def read_capped(path, cap):
         fast_os.close(fd)
 
 
-def read_through_links(path, cap):
+def read_through_links(path, cap, *, head=False):
     """The bytes of a file that may be a link (Codex's own hooks.json and config.toml: a dotfile
     manager links them), or None when missing. The link is followed, but the open never blocks
     (a FIFO), what it reaches must be a regular file, and at most `cap` bytes are read (a link to
-    /dev/zero): UNSAFE_PATH otherwise. OSError for what the system refuses (permissions)."""
+    /dev/zero): UNSAFE_PATH otherwise. `head`: the first `cap` bytes of a longer file (a binary's
+    launcher prefix) instead of UNSAFE_PATH. OSError for what the system refuses (permissions)."""
     try:
         fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NONBLOCK)
     except FileNotFoundError:
@@ -221,7 +222,7 @@ def read_through_links(path, cap):
         st = fast_os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise unsafe(path, "it is not a regular file (a FIFO, device or directory)")
-        data = read_at_most(fd, cap + 1)
+        data = read_at_most(fd, cap if head else cap + 1)
         if len(data) > cap:
             raise unsafe(path, f"it is larger than {cap} bytes")
         return data
