@@ -8,9 +8,9 @@ from intent_loop.cli.old_runtimes import old_runtimes
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
-from intent_loop.launch.binaries import BINARIES, HOOK_PREFIX
+from intent_loop.launch.binaries import BINARIES, HOOK_EVENTS, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
-from intent_loop.launch.hook_runs import ago
+from intent_loop.launch.hook_runs import UNTRUSTED_ACTION, ago
 from intent_loop.storage import failure_log
 from intent_loop.storage.data_root import ROOT_SUFFIX
 from intent_loop.storage.ledger import verify_all
@@ -18,7 +18,6 @@ from intent_loop.storage.paths import ProjectPaths
 
 _HOOK_MARK = HOOK_PREFIX
 _BINARIES = tuple(binary.name for binary in BINARIES)
-_HOOK_EVENTS = tuple(binary.event for binary in BINARIES if binary.is_hook)
 
 
 def _check(name, ok, detail, next_action=None):
@@ -88,7 +87,7 @@ def _install_checks(env, root=None):
             copies = [os.path.join(plugin["cache"], v) for v in plugin["versions"]]
             hooks_file = plugin_state.plugin_hooks_file(copies[-1]) if copies else "hooks/hooks.json"
             trust.append((plugin["id"], len(plugin_state.plugin_trust(config, plugin["id"], hooks_file)),
-                          len(_HOOK_EVENTS)))
+                          len(HOOK_EVENTS)))
             for copy in copies if not off else ():
                 known = hooks_ran.plugin_copy_install(copy)
                 if known is not None:
@@ -121,7 +120,7 @@ def _install_checks(env, root=None):
     ran = hooks_ran.verdicts(roots, installs)
     checks.append(_check("hooks_ran", all(ok for ok, _line in ran),
                          "; ".join(line for _ok, line in ran) if ran else "no installed hooks",
-                         hooks_ran.UNTRUSTED_ACTION))
+                         UNTRUSTED_ACTION))
     told = hooks_ran.python_told(roots)
     checks.append(_check("hook_python", told is None,
                          "the hooks found a Python" if told is None else

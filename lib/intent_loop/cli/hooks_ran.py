@@ -8,12 +8,8 @@ dist/marketplace's binaries) or the user-level handlers in <codex-home>/hooks.js
 import os
 
 from intent_loop.launch import hook_runs
-from intent_loop.launch.binaries import HOOKS
 from intent_loop.launch.extracted_runtime import build_id_of
 from intent_loop.launch.run_record import source_install_id
-
-EVENTS = tuple(hook.event for hook in HOOKS)
-UNTRUSTED_ACTION = hook_runs.UNTRUSTED_ACTION
 
 
 def plugin_copy_install(copy):
@@ -50,7 +46,7 @@ def verdicts(data_roots, installs):
     for label, install, installed_at in installs:
         best = None
         for root in data_roots:
-            ok, sentence = hook_runs.verdict(root, install, installed_at, events=EVENTS)
+            ok, sentence = hook_runs.verdict(root, install, installed_at)
             if best is None or (ok and not best[0]):
                 best = (ok, sentence)
         out.append((best[0], f"{label}: {best[1]}"))

@@ -50,6 +50,7 @@ BINARIES = (
     Binary("intent-loop-mcp", entry="mcp", module="intent_loop.mcp.server", function="run"),
 )
 HOOKS = tuple(binary for binary in BINARIES if binary.is_hook)
+HOOK_EVENTS = tuple(hook.event for hook in HOOKS)
 BY_NAME = {binary.name: binary for binary in BINARIES}
 BINARY_FOR_EVENT = {binary.event: binary.name for binary in HOOKS}
 

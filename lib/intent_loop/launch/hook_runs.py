@@ -15,6 +15,7 @@ launch/run_record.py, kept small since every hook loads it.
 """
 import time
 
+from intent_loop.launch.binaries import HOOK_EVENTS
 from intent_loop.launch.run_record import RAN_DIR, RUNTIME_DIR, running_install_id
 from intent_loop.storage import fast_os as os
 from intent_loop.storage.timestamps import duration_words
@@ -64,23 +65,23 @@ def no_python_told(data_root):
         return None
 
 
-def own_state(data_root, executable, events):
+def own_state(data_root, executable):
     """{ran, detail, next_action} of the install this process runs from (intent_status's `hooks`)."""
     install = running_install_id()
     try:
         installed_at = os.stat(executable).st_mtime if executable else 0.0
     except OSError:
         installed_at = 0.0
-    ok, sentence = verdict(data_root, install, installed_at, events=events) if install else (False, "unknown install")
+    ok, sentence = verdict(data_root, install, installed_at) if install else (False, "unknown install")
     return {"ran": ok, "install": install, "detail": sentence, "next_action": None if ok else UNTRUSTED_ACTION}
 
 
-def verdict(data_root, install, installed_at, *, events):
+def verdict(data_root, install, installed_at):
     """(ok, sentence) about one install: its hooks ran, or never since it was installed (and
     whether another install's ran after that, as an older build's would while Codex distrusts
     the new one)."""
     ran = runs(data_root, install)
-    missing = [e for e in events if e not in ran]
+    missing = [e for e in HOOK_EVENTS if e not in ran]
     if ran and not missing:
         return True, f"its hooks last ran {ago(max(ran.values()))}"
     if ran:

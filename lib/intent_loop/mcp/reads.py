@@ -96,10 +96,8 @@ def _hooks_state(call):
     import sys
 
     from intent_loop.launch import hook_runs
-    from intent_loop.launch.binaries import HOOKS
 
-    return hook_runs.own_state(call.paths.data_root, sys.argv[0] if sys.argv else None,
-                               tuple(hook.event for hook in HOOKS))
+    return hook_runs.own_state(call.paths.data_root, sys.argv[0] if sys.argv else None)
 
 
 def _guard_state(call):
