@@ -262,7 +262,8 @@ def big_task_cases(tmp, env):
     graph.write_text(json.dumps({"format": "intent-loop-graph", "version": 1, "exported_at": "2026-02-01T00:00:00.000Z",
                                  "task": {"task_id": "t-1", "mode": "on", "created_at": "2026-01-01T00:00:00Z"},
                                  "claims": claims}))
-    subprocess.run([str(DIST / "intent-loop"), "import", str(graph)], cwd=workspace, env=env_big, check=True,
+    subprocess.run([str(DIST / "intent-loop"), "import", str(graph), "--project", str(workspace)], cwd=workspace,
+                   env=env_big, check=True,
                    capture_output=True, timeout=300)
     goal = payload("UserPromptSubmit", workspace, 0, prompt="intent: goal ship it")
     timed([str(DIST / "intent-loop-user-prompt")], goal, env_big)
