@@ -88,11 +88,11 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
             fast_os.close(fd)
         fast_os.replace(temp, path)
     except OSError as exc:
-        remove_quietly(temp)
+        _remove_quietly(temp)
         raise IntentLoopError(ErrorCode.WRITE_FAILED,
                               f"could not write {fast_os.path.basename(path)}: {describe_os_error(exc)}") from exc
     except BaseException:
-        remove_quietly(temp)
+        _remove_quietly(temp)
         raise
     if not durable:
         return filled
@@ -107,7 +107,7 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
     return filled
 
 
-def remove_quietly(path):
+def _remove_quietly(path):
     try:
         fast_os.unlink(path)
     except OSError:
