@@ -12,7 +12,7 @@ from helpers import mcp_client
 from helpers.mcp_client import MCP_BINARY, REPO, run_hook
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import tasks
-from intent_loop.intent.state import REDUCER
+from intent_loop.intent.state import REDUCER, active_claims
 from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.transaction import mutate
@@ -46,7 +46,7 @@ def test_a_typed_prompt_starts_its_task_with_up_to_twelve_claims_and_adds_the_re
                                                                     for n in range(12, count)]
     assert {e["request_id"] for e in added} <= {start["request_id"]}  # one request, one request marker
     [task] = state["tasks"].values()
-    assert [r["claim"]["statement"] for r in tasks.active_claims(task)] == initial + [
+    assert [r["claim"]["statement"] for r in active_claims(task)] == initial + [
         e["payload"]["claim"]["statement"] for e in added]
     message = answer.get("systemMessage", "")
     assert "recorded must" in message and "NOT recorded" not in message, message  # the receipt summarises

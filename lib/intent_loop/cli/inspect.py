@@ -14,7 +14,8 @@ from intent_loop.cli.common import (
 )
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
-from intent_loop.intent.state import REDUCER, active_claims
+from intent_loop.intent.claim_records import active_count
+from intent_loop.intent.state import REDUCER
 from intent_loop.intent.views import compact_view, history, snapshot, task_label
 from intent_loop.ops.receipts import guard_status
 from intent_loop.storage.event_list import EventList
@@ -77,7 +78,7 @@ def task_rows(state):
         task = state["tasks"][task_id]
         rows.append({"task_id": task_id, "mode": task["mode"], "label": task.get("label"),
                      "label_source": task.get("label_by") if task.get("label") else None,
-                     "active_claims": len(active_claims(task)), "changed_at": task["changed_at"]})
+                     "active_claims": active_count(task), "changed_at": task["changed_at"]})
     return rows
 
 

@@ -12,9 +12,10 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document
 from intent_loop.guard.file_state import guard_file_version, read_file_state  # noqa: F401 (re-exported)
 from intent_loop.guard.location import DEFAULT_PATH, provider_path  # noqa: F401 (re-exported)
+from intent_loop.intent.claim_records import shown_active
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
-from intent_loop.intent.state import active_claims, is_hook_visible, version_floor
+from intent_loop.intent.state import version_floor
 from intent_loop.storage import fast_os
 from intent_loop.storage.atomic import replace_atomically
 from intent_loop.storage.ledger import Draft
@@ -59,9 +60,8 @@ def projection_for(task, *, project_root):
     p = {"objective": [], "primary_object": None, "delivery_surface": [],
          "scope": {"include": [], "exclude": []}, "must_and_must_not": {"must": [], "must_not": []},
          "authorization": {"allowed": [], "requires_user": [], "forbidden": []}, "completion_evidence": []}
-    for record in active_claims(task):
-        if is_hook_visible(record):
-            _project_claim(p, record["claim"])
+    for record in shown_active(task):  # the user's words only: the hidden claims are never read
+        _project_claim(p, record["claim"])
     if not p["objective"]:
         return None
     p["objective"] = "; ".join(p["objective"])

@@ -1,8 +1,8 @@
 """Which task a session works on: its own link, else the workspace's current task (docs/hooks.md,
 "Which task a session sees"), and the words that tell a session the current task moved."""
 from intent_loop.intent import private_mode
+from intent_loop.intent.claim_records import shown_active
 from intent_loop.intent.claims import split_prefix
-from intent_loop.intent.state import active_claims, is_hook_visible
 
 
 def current_task_id(state):
@@ -75,7 +75,7 @@ def has_goal(task):
 
 def goals(task):
     """The task's active goals the user typed (or confirmed), oldest first: the Guard objective."""
-    return [r for r in active_claims(task) if is_hook_visible(r) and "outcome" in r["claim"]["facets"]
+    return [r for r in shown_active(task) if "outcome" in r["claim"]["facets"]
             and split_prefix(r["claim"]["statement"])[0] is None]
 
 

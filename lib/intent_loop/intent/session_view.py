@@ -3,7 +3,7 @@ table in docs/hooks.md, "Which task a session sees")."""
 import time
 
 from intent_loop.intent import continuity
-from intent_loop.intent.state import active_claims
+from intent_loop.intent.claim_records import has_active
 from intent_loop.intent.views import HOOK_BUDGET, hook_view
 
 PRIVATE_NOTICE = ("intent-loop: this session is in private mode. Nothing from it is recorded and no stored "
@@ -39,12 +39,12 @@ def session_context(state, paths, session_hash, *, place=None, now=None):
         if place.current_standing in ("private", "off"):
             return None, continuity.not_followed_notice(state, paths, place)
         task = state["tasks"][place.current]
-        if not active_claims(task):
+        if not has_active(task):
             return place.current, None
         header = continuity.follow_header(task, time.time() if now is None else now)
         return place.current, header + "\n" + _view(state, place.current, budget=HOOK_BUDGET - len(header) - 1)
     if place.kind == "older":
-        if place.current_standing != "on" or not active_claims(state["tasks"][place.current]):
+        if place.current_standing != "on" or not has_active(state["tasks"][place.current]):
             return place.current, None
         return place.current, _view(state, place.current)
     task_id = place.linked
@@ -54,6 +54,6 @@ def session_context(state, paths, session_hash, *, place=None, now=None):
         return task_id, PRIVATE_NOTICE
     if standing == "off":
         return task_id, OFF_NOTICE
-    if not active_claims(task):
+    if not has_active(task):
         return task_id, None
     return task_id, _view(state, task_id)

@@ -72,7 +72,7 @@ class ProjectReducer:
     never cached.
     """
 
-    version = "project-state-3"  # 3: contract_floors
+    version = "project-state-4"  # 3: contract_floors; 4: hidden claims in their own shard (claim_records.py)
     wants_position = True  # fold_lines passes each line's (offset, length)
 
     def initial(self):
@@ -283,6 +283,13 @@ def active_claims(task):
 def is_hook_visible(record):
     """Only direct user-explicit claims may become text the model sees."""
     return record["provenance"] in ("direct", "candidate") and is_direct_user_explicit(record["claim"])
+
+
+def omitted_kind(record):
+    """How a hook counts a claim it does not show: "imported", else its epistemic status."""
+    if record["provenance"] == "import":
+        return "imported"
+    return record["claim"]["epistemic_status"]
 
 
 def newest_task_id(state):

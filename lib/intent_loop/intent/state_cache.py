@@ -18,7 +18,8 @@ root's checkpoint, what was not loaded yet is taken from that fold, and the next
 every shard.
 """
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.intent.state import MAX_CLAIM_EVENT_REFS, label_source
+from intent_loop.intent.claim_records import ClaimRecords, Refolded, facts_of, light_record
+from intent_loop.intent.state import MAX_CLAIM_EVENT_REFS, is_hook_visible, label_source, omitted_kind
 from intent_loop.storage.cache_store import LazyMap, Untrusted
 from intent_loop.storage.canonical import dumps, loads, sha256_hex
 
@@ -42,6 +43,11 @@ def _task_shard(ik):
     return "t-" + ik
 
 
+def _hidden_shard(task_id):
+    """The claims of a task a hook does not show (intent/claim_records.py)."""
+    return "h-" + task_id
+
+
 def _session_shard(ik):
     return "s-" + sha256_hex(ik.encode("utf-8"))[:2]
 
@@ -63,25 +69,45 @@ def _not_cacheable():
 
 
 # -- writing ----------------------------------------------------------------------------------
+_UNCHANGED = object()
+
+
+def _split_claims(claims):
+    """(shown rows, hidden rows or _UNCHANGED, summary or None) of a task's claims."""
+    if isinstance(claims, ClaimRecords):
+        shown, hidden, summary = claims.encoded()
+        return shown, (_UNCHANGED if hidden is None else hidden), summary
+    shown, hidden, records = {}, {}, []
+    for claim_id, record in claims.items():
+        if record.get("at") is None:
+            raise _not_cacheable()
+        row = [record["state"], record["seq"], record["ended_by"], record["at"]]
+        if is_hook_visible(record):
+            shown[claim_id] = row
+        else:
+            hidden[claim_id] = row + [facts_of(record)]
+            records.append(record)
+    from intent_loop.intent.claim_records import summary_of
+
+    return shown, hidden, (summary_of(records) if records else None)
+
+
 def _encode_task(task):
+    """(the task shard's data, the hidden shard's data or _UNCHANGED; {} when it has none)."""
     refs = task.get("refs", {})
     label = refs.get("label") if task["label"] is not None else None
     published = refs.get("published") if task["published"] is not None else None
     if (task["label"] is not None and label is None) or (task["published"] is not None and published is None):
         raise _not_cacheable()
-    claims = {}
-    for claim_id, record in task["claims"].items():
-        if record.get("at") is None:
-            raise _not_cacheable()
-        claims[claim_id] = [record["state"], record["seq"], record["ended_by"], record["at"]]
+    claims, hidden, summary = _split_claims(task["claims"])
     out = {"mode": task["mode"], "created_at": task["created_at"], "changed_at": task["changed_at"],
            "changed_seq": task["changed_seq"], "last_seq": task["last_seq"], "claim_events": task["claim_events"],
            "observations": task["observations"], "publications": task["publications"], "label": label,
-           "published": published, "claims": claims}
+           "published": published, "claims": claims, "hidden": summary}
     for key in OPTIONAL_TASK_KEYS:
         if key in task:
             out[key] = task[key]
-    return out
+    return out, hidden
 
 
 def _encode_candidates(candidates):
@@ -94,8 +120,9 @@ def _encode_candidates(candidates):
 
 
 def _encode_durable(state, source):
-    """{claim_id: [task_id, seq, ref]}: the hook view builds other tasks' durable records from
-    the root alone. A task not loaded since the root was read still has the root's entry."""
+    """{claim_id: [task_id, seq, ref, kind]}: the hook view builds other tasks' durable records
+    from the root alone, and counts those it does not show by `kind` (state.omitted_kind; "" for
+    one it shows). A task not loaded since the root was read still has the root's entry."""
     tasks = state["tasks"]
     out = {}
     for claim_id, task_id in state["durable"].items():
@@ -109,8 +136,21 @@ def _encode_durable(state, source):
         record = None if task is None else task["claims"].get(claim_id)
         if record is None or record.get("at") is None:
             raise _not_cacheable()
-        out[claim_id] = [task_id, record["seq"], record["at"]]
+        out[claim_id] = [task_id, record["seq"], record["at"], "" if is_hook_visible(record) else omitted_kind(record)]
     return out
+
+
+def durable_kind(state, task_id, claim_id):
+    """"" for a long-term claim a hook may show, else how it is counted, without reading its
+    task or its words while the root's entry stands for it; None when there is no such claim."""
+    source = _source_of(state)
+    if source is None or source.recovered or state["tasks"].is_loaded(task_id):
+        task = state["tasks"].get(task_id)
+        record = None if task is None else task["claims"].get(claim_id)
+        return None if record is None else ("" if is_hook_visible(record) else omitted_kind(record))
+    entry = source.root["durable"].get(claim_id)
+    kind = entry[3] if isinstance(entry, list) and len(entry) == 4 else None
+    return kind if kind in ("", "imported", "inferred", "evidence", "unknown", "disputed", "explicit") else None
 
 
 def durable_record(state, task_id, claim_id):
@@ -153,7 +193,11 @@ def split(state):
     shards = {}
     if full:
         for task_id, task in _stored(state, "tasks").items():
-            shards[_task_shard(task_id)] = _encode_task(task)
+            shards[_task_shard(task_id)], hidden = _encode_task(task)
+            if hidden is _UNCHANGED:  # a recovered state keeps cache-backed tasks: read their rest now
+                hidden = _split_claims(dict(task["claims"].items()))[1]
+            if hidden:
+                shards[_hidden_shard(task_id)] = hidden
         for field in ("sessions", "signals"):
             for ik, value in _stored(state, field).items():
                 shards.setdefault(SHARD_OF[field](ik), {})[ik] = value
@@ -161,7 +205,14 @@ def split(state):
         tasks = state["tasks"]
         for name in tasks.dirty:
             task = tasks._items.get(name[2:])
-            shards[name] = None if task is None else _encode_task(task)
+            hidden_name = _hidden_shard(name[2:])
+            if task is None:
+                shards[name] = None
+                hidden = {}
+            else:
+                shards[name], hidden = _encode_task(task)
+            if hidden is not _UNCHANGED and (hidden or source.store.entry(hidden_name) is not None):
+                shards[hidden_name] = hidden or None
         for field in ("sessions", "signals"):
             mapping = state[field]
             for name in mapping.dirty:
@@ -228,6 +279,7 @@ class _Source:
         self.maps = {}
         self.strict = False  # matches(): report a failed check instead of recovering
         self.recovered = False
+        self.fresh = None  # the fold's state, once a failed check made one
 
     def load(self, lazy, name):
         try:
@@ -294,6 +346,10 @@ class _Source:
                        for k, v in enc["publications"].items())
                and all(_is_timestamp(enc[k]) for k in ("created_at", "changed_at"))
                and all(_is_count(enc[k]) for k in ("changed_seq", "last_seq")))
+        summary = enc["hidden"]
+        _check(summary is None or (isinstance(summary, dict) and _is_count(summary.get("count"))
+                                   and _is_count(summary.get("agent")) and isinstance(summary.get("omitted"), dict)
+                                   and all(isinstance(k, str) and _is_count(v) for k, v in summary["omitted"].items())))
         refs = [r for r in (enc["label"], enc["published"]) if r is not None]
         for value in claims.values():
             _check(isinstance(value, list) and len(value) == 4 and _is_ref(value[3], 4))
@@ -321,18 +377,60 @@ class _Source:
                                   "sha256": p["snapshot_sha256"], "event_id": event["event_id"],
                                   "published_at": event["occurred_at"]}
             task["refs"]["published"] = enc["published"]
-        for claim_id, (state, seq, ended_by, ref) in claims.items():
-            _check(state in CLAIM_STATES and _is_count(seq) and (ended_by is None or isinstance(ended_by, str)))
-            event = self._event(events, ref, task_id, None)
-            field, provenance = CLAIM_SOURCES[event["event_type"]]
-            where = ref[3:]
-            _check(where[0] == field and len(where) == (1 if field == "claim" else 2))
-            claim = event["payload"][field] if field == "claim" else event["payload"][field][where[1]]
-            _check(isinstance(claim, dict) and claim.get("claim_id") == claim_id)
-            task["claims"][claim_id] = {"claim": claim, "state": state, "seq": seq, "event_id": ref[2],
-                                        "provenance": provenance, "ended_by": ended_by, "actor": event["actor"],
-                                        "at": ref, **_index(where)}
+        shown = {}
+        for claim_id, row in claims.items():
+            record = shown[claim_id] = self._claim(events, task_id, claim_id, row)
+            _check(is_hook_visible(record))  # a hidden claim put among the shown ones: damaged
+        task["claims"] = ClaimRecords(shown, summary, load_hidden=lambda: self._hidden_claims(task_id),
+                                      resolve=lambda claim_id, row: self._hidden_claim(task_id, claim_id, row))
         return task
+
+    def _claim(self, events, task_id, claim_id, row):
+        """The full record of one claim row, its words from the verified line it points at."""
+        state, seq, ended_by, ref = row[:4]
+        _check(state in CLAIM_STATES and _is_count(seq) and (ended_by is None or isinstance(ended_by, str)))
+        event = self._event(events, ref, task_id, None)
+        field, provenance = CLAIM_SOURCES[event["event_type"]]
+        where = ref[3:]
+        _check(where[0] == field and len(where) == (1 if field == "claim" else 2))
+        claim = event["payload"][field] if field == "claim" else event["payload"][field][where[1]]
+        _check(isinstance(claim, dict) and claim.get("claim_id") == claim_id)
+        return {"claim": claim, "state": state, "seq": seq, "event_id": ref[2], "provenance": provenance,
+                "ended_by": ended_by, "actor": event["actor"], "at": ref, **_index(where)}
+
+    def _hidden_claims(self, task_id):
+        """{claim_id: row} of the task's hidden shard; Refolded after a failed check."""
+        try:
+            data = self.store.read(_hidden_shard(task_id))
+            _check(isinstance(data, dict))
+            for claim_id, row in data.items():
+                _check(isinstance(row, list) and len(row) == 5 and _is_ref(row[3], 4)
+                       and isinstance(row[4], list) and len(row[4]) == 10)
+                light_record(claim_id, row)
+            return data
+        except (Untrusted, KeyError, IndexError, TypeError, ValueError, AttributeError):
+            if self.strict:
+                raise Untrusted("hidden") from None
+        raise Refolded(self._refolded_claims(task_id))
+
+    def _hidden_claim(self, task_id, claim_id, row):
+        """The full record of a hidden row, or the fold's after a failed check. Its facts must be
+        the event's own, and it must not be a claim a hook may show."""
+        try:
+            record = self._claim(self.store.events([row[3][:3]]), task_id, claim_id, row)
+            _check(not is_hook_visible(record) and facts_of(record) == row[4])
+            return record
+        except (Untrusted, KeyError, IndexError, TypeError, ValueError, AttributeError):
+            if self.strict:
+                raise Untrusted("hidden") from None
+        raise Refolded(self._refolded_claims(task_id))
+
+    def _refolded_claims(self, task_id):
+        """The claims of `task_id` as a fold of the ledger has them (recovering the whole state)."""
+        if self.fresh is None:
+            self._recover(None, None)
+        task = self.fresh["tasks"].get(task_id)
+        return {} if task is None else task["claims"]
 
     def _event(self, events, ref, task_id, event_type):
         event = events[ref[0]]
@@ -343,7 +441,7 @@ class _Source:
     def durable_record(self, claim_id):
         """None after a failed check (the caller then reads the task itself, which recovers)."""
         try:
-            owner, seq, ref = self.root["durable"][claim_id]
+            owner, seq, ref, _kind = self.root["durable"][claim_id]
             _check(isinstance(owner, str) and _is_count(seq) and _is_ref(ref, 4))
             events = self.store.events([ref[:3]])
             event = self._event(events, ref, owner, None)
@@ -402,6 +500,7 @@ class _Source:
         for field, mapping in self.maps.items():
             mapping.fill(_stored(fresh.state, field), loading=name if mapping is lazy else None)
         self.recovered = True
+        self.fresh = fresh.state
         if self.store.identity is not None:
             # Repair the cache now, at the same checkpoint and under the identity its root recorded
             # (so a ledger that grew since is still caught up from there): otherwise every later
@@ -423,7 +522,7 @@ def join(reducer, root, store, *, paths, checkpoint):
            and isinstance(root["candidates"], dict) and isinstance(root["last_change"], dict)
            and _is_count(root["last_change"].get("seq"))
            and (root["last_change"].get("task_id") is None or isinstance(root["last_change"]["task_id"], str))
-           and all(isinstance(k, str) and isinstance(v, list) and v and isinstance(v[0], str)
+           and all(isinstance(k, str) and isinstance(v, list) and len(v) == 4 and isinstance(v[0], str)
                    for k, v in root["durable"].items())
            and isinstance(root["modes"], dict) and all(m in MODES for m in root["modes"].values())
            and isinstance(root["contract_floors"], dict)
@@ -464,7 +563,7 @@ def same_encoding(cached, fresh):
         if dumps(root) != dumps(source.root):
             return False
         store = source.store
-        names = {n for kind in "tsg" for n in store.names(kind)}
+        names = {n for kind in "tsgh" for n in store.names(kind)}
         for name in names | set(shards):
             data, wanted = store.read(name), shards.get(name)
             if wanted is None:
@@ -480,6 +579,25 @@ def same_encoding(cached, fresh):
         return False
 
 
+def _plain_task(task):
+    """The task with its claims as a dict, and the summary of its hidden claims: as the cache
+    stored it for a cache-backed task, as a save would write it for a folded one (so a summary
+    edited in the cache is a difference the scrub reports, though no claim's record changed)."""
+    claims = task["claims"]
+    if isinstance(claims, ClaimRecords):
+        stored = claims.stored_summary
+        return dict(task, claims=dict(claims.items()), hidden=stored)
+    return dict(task, hidden=_split_claims(claims)[2])
+
+
+def _durable_kinds(state):
+    """{claim_id: kind} of the durable index: the root's own entries for a cache-backed state."""
+    source = _source_of(state)
+    if source is not None and not source.recovered:
+        return {claim_id: entry[3] for claim_id, entry in source.root["durable"].items()}
+    return {claim_id: durable_kind(state, owner, claim_id) for claim_id, owner in state["durable"].items()}
+
+
 def plain(state, *, strict=False):
     """Every map of `state` as plain dicts under stored keys (loads every shard): for comparisons."""
     source = _source_of(state)
@@ -487,11 +605,12 @@ def plain(state, *, strict=False):
         source.strict = strict
     try:
         out = {field: _stored(state, field) for field in MAPS}
+        out["tasks"] = {task_id: _plain_task(task) for task_id, task in out["tasks"].items()}
     finally:
         if source is not None:
             source.strict = False
     out.update(seq=state["seq"], last_change=state["last_change"], durable=state["durable"], modes=state["modes"],
-               contract_floors=state["contract_floors"])
+               contract_floors=state["contract_floors"], durable_kinds=_durable_kinds(state))
     return out
 
 
@@ -500,6 +619,11 @@ _MISSING = object()
 
 
 def _copy(value):
+    claims = value.get("claims") if isinstance(value, dict) else None
+    if isinstance(claims, ClaimRecords):  # a task: copy what it resolved, never read its hidden claims
+        out = loads(dumps({k: v for k, v in value.items() if k != "claims"}))
+        out["claims"] = claims.copy(_copy)
+        return out
     return loads(dumps(value))
 
 

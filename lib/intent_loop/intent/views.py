@@ -2,6 +2,7 @@
 import time
 
 from intent_loop.errors import IntentLoopError
+from intent_loop.intent.claim_records import full_record, hidden_summary, light_active, shown_active
 from intent_loop.intent.claim_verbs import verb_for_claim
 from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.state import active_claims, claim_order, is_hook_visible
@@ -63,46 +64,37 @@ def proposal_text(candidate, *, session_task=None):
     return f"agent proposes [{short}] {line} ({where}): `intent: confirm {short}` makes it yours"
 
 
-def durable_records(state, task_id):
-    """Active long-term claims of the project's other tasks: durable rules carry across tasks."""
-    index = state.get("durable")
-    if index is None:  # a state folded by an older reducer: scan every task
-        out = []
-        for other_id in sorted(state["tasks"]):
-            task = state["tasks"][other_id]
-            if other_id != task_id and task["mode"] == "on":
-                out.extend(r for r in active_claims(task) if r["claim"]["scope"] == "long_term")
-    else:  # the index names them, so no other task is read whole (intent/state_cache.py)
-        from intent_loop.intent.state_cache import durable_record
+def durable_records(state, task_id, *, omitted=None):
+    """Active long-term claims of the project's other tasks: durable rules carry across tasks.
+    `omitted` (a dict): only those a hook may show, the others counted into it by kind without
+    reading them (the root's index says which they are: intent/state_cache.py)."""
+    from intent_loop.intent.state_cache import durable_kind, durable_record
 
-        modes = state.get("modes", {})
-        out = []
-        for claim_id, owner in sorted(index.items()):
-            if owner == task_id or modes.get(owner, "on") != "on":
+    modes = state.get("modes", {})
+    out = []
+    for claim_id, owner in sorted(state["durable"].items()):
+        if owner == task_id or modes.get(owner, "on") != "on":
+            continue
+        if omitted is not None:
+            kind = durable_kind(state, owner, claim_id)
+            if kind:
+                omitted[kind] = omitted.get(kind, 0) + 1
+            if kind != "":
                 continue
-            record = durable_record(state, owner, claim_id)
-            if record is not None and record["state"] == "active" and record["claim"]["scope"] == "long_term":
+        record = durable_record(state, owner, claim_id)
+        if record is not None and record["state"] == "active" and record["claim"]["scope"] == "long_term":
+            if omitted is None or is_hook_visible(record):
                 out.append(record)
     out.sort(key=claim_order)
     return out
 
 
-def _omitted_kind(record):
-    if record["provenance"] == "import":
-        return "imported"
-    return record["claim"]["epistemic_status"]
-
-
 def hook_view(state, task_id, *, budget=HOOK_BUDGET):
-    """What a hook may inject: only direct user-explicit claims as text, the rest as counts."""
+    """What a hook may inject: only direct user-explicit claims as text, the rest as counts. The
+    claims it does not show are counted from the task's summary (intent/claim_records.py), never read."""
     task = state["tasks"][task_id]
-    records = active_claims(task) + durable_records(state, task_id)
-    visible = [r for r in records if is_hook_visible(r)]
-    omitted = {}
-    for record in records:
-        if not is_hook_visible(record):
-            kind = _omitted_kind(record)
-            omitted[kind] = omitted.get(kind, 0) + 1
+    omitted = dict(hidden_summary(task)["omitted"])
+    visible = shown_active(task) + durable_records(state, task_id, omitted=omitted)
     header = (f"intent-loop: the user's own recorded intent for task {task_id[:8]}{task_label(task)}. "
               "These are the user's words from `intent:` commands; they stay in force until the user changes them.")
     lines = [header]
@@ -204,8 +196,9 @@ def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPA
     show a label that is not the user's words with where it came from (task_label).
     """
     task = state["tasks"][task_id]
-    records = [r for r in active_claims(task) + durable_records(state, task_id) if not is_stale(r, now=now)]
-    stale = sum(1 for r in active_claims(task) if is_stale(r, now=now))
+    own = light_active(task)  # chosen by their facts: only the lines printed read their words
+    records = [r for r in own + durable_records(state, task_id) if not is_stale(r, now=now)]
+    stale = sum(1 for r in own if is_stale(r, now=now))
     conflicts = [r for r in records if _is_conflict(r)]
     rest = [r for r in records if not _is_conflict(r)]
     header = f"task {task_id[:8]}{task_label(task, for_user=for_user)} ({task['mode']}): {len(records)} active claims"
@@ -218,10 +211,10 @@ def compact_view(state, task_id, *, max_records=COMPACT_RECORDS, max_chars=COMPA
     lines = [header]
     limit = max_chars - reserve
     used = len(header)
-    shown_conflicts = _append_within(lines, ("! " + _describe(r) for r in conflicts), used=used, limit=limit,
-                                     max_lines=max_records)
+    shown_conflicts = _append_within(lines, ("! " + _describe(full_record(task, r)) for r in conflicts), used=used,
+                                     limit=limit, max_lines=max_records)
     used = sum(len(line) for line in lines) + len(lines) - 1
-    shown = _append_within(lines, ("- " + _describe(r) for r in rest), used=used, limit=limit,
+    shown = _append_within(lines, ("- " + _describe(full_record(task, r)) for r in rest), used=used, limit=limit,
                            max_lines=max_records - shown_conflicts)
     if shown_conflicts < len(conflicts):
         lines.append(_more_conflicts(len(conflicts) - shown_conflicts))

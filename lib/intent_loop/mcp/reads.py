@@ -3,8 +3,8 @@
 A session with no linked task (most sessions, and every subagent's) reads an empty snapshot; a
 private session reads only what it recorded in this process's memory, as the hooks show it nothing.
 """
+from intent_loop.intent.claim_records import full_record, light_active
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE
-from intent_loop.intent.state import active_claims
 from intent_loop.mcp import arguments as arg
 
 MAX_CLAIM_OBJECTS = 200  # records in one snapshot result; the text view has its own character bound
@@ -46,13 +46,13 @@ def intent_get_snapshot(call):
         return {"text": OFF_NOTICE, "claims": [], "proposals": [], "mode": "off"}
     from intent_loop.intent.views import compact_view, durable_records
 
-    records = active_claims(task)
-    objects = [claim_object(r) for r in records] + [claim_object(r, durable=True)
-                                                    for r in durable_records(call.state, task_id)]
-    result = {"text": compact_view(call.state, task_id, max_chars=max_chars), "claims": objects[:MAX_CLAIM_OBJECTS],
+    # chosen by their facts, so only the claims returned are read whole (intent/claim_records.py)
+    records = [(r, False) for r in light_active(task)] + [(r, True) for r in durable_records(call.state, task_id)]
+    objects = [claim_object(full_record(task, r), durable=durable) for r, durable in records[:MAX_CLAIM_OBJECTS]]
+    result = {"text": compact_view(call.state, task_id, max_chars=max_chars), "claims": objects,
               "proposals": open_candidates(call.state, task_id=task_id), "mode": task["mode"]}
-    if len(objects) > MAX_CLAIM_OBJECTS:
-        result["claims_omitted"] = len(objects) - MAX_CLAIM_OBJECTS
+    if len(records) > MAX_CLAIM_OBJECTS:
+        result["claims_omitted"] = len(records) - MAX_CLAIM_OBJECTS
     return result
 
 
@@ -81,7 +81,7 @@ def intent_status(call):
             linked["in_memory_records"] = len(call.memory.records(call.binding.session))
         else:
             counts = {}
-            for record in active_claims(task):
+            for record in light_active(task):  # counted from their facts, never read whole
                 status = record["claim"]["epistemic_status"]
                 counts[status] = counts.get(status, 0) + 1
             linked["active_claims"] = counts

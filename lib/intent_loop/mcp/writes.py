@@ -11,6 +11,7 @@ import time
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.intent import tasks
+from intent_loop.intent.claim_records import hidden_summary
 from intent_loop.intent.state import REDUCER
 from intent_loop.mcp import arguments as arg
 from intent_loop.mcp.results import summarize
@@ -65,7 +66,7 @@ def _write(call, params, step, *, private=None, needs_task=True):
 def check_agent_room(plan, task_id, adding):
     """AGENT_LIMIT when `adding` more records would pass what one task may hold from the agent."""
     task = plan.task(task_id)
-    held = sum(1 for r in task["claims"].values() if r.get("actor") == AGENT and r["state"] == "active")
+    held = hidden_summary(task)["agent"]  # never a claim a hook shows: the agent's are hidden ones
     held += sum(1 for c in plan.state["candidates"].values()
                 if c.get("kind") == "proposal" and c.get("task_id") == task_id and c["state"] == "open")
     if held + adding > MAX_AGENT_RECORDS_PER_TASK:
