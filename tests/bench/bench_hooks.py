@@ -248,17 +248,20 @@ def print_targets(run_no, by_size, unlinked):
 BIG_TASK_CLAIMS = 2000  # issue 23: one import of this many claims made every later hook miss its deadline
 
 
-def big_task_cases(tmp, env):
+SMALL_TASK_CLAIMS = 20  # the same task, small: the same run's baseline for "independent of the claim count"
+
+
+def big_task_cases(tmp, env, claims_count=BIG_TASK_CLAIMS):
     """A task of 2,000 claims (the most `intent-loop import` takes), with a typed goal: the hook
     paths and `show`, whose cost must not depend on the task's claim count."""
-    root, workspace = Path(tmp, "root-big-task"), Path(tmp, "ws-big-task")
+    root, workspace = Path(tmp, f"root-task-{claims_count}"), Path(tmp, f"ws-task-{claims_count}")
     workspace.mkdir()
     env_big = dict(env, INTENT_LOOP_DATA_DIR=str(root))
     claims = [{"claim_id": f"{i:08x}-0000-4000-8000-000000000000", "statement": f"must: keep rule {i} of the module",
                "role": "user", "epistemic_status": "explicit", "source_ref": {"kind": "user_event", "event_id": "t"},
                "scope": "task", "valid_from": "2026-01-01T00:00:00.000Z", "last_confirmed": None, "supersedes": [],
-               "facets": ["hard_constraint"], "state": "active"} for i in range(BIG_TASK_CLAIMS)]
-    graph = Path(tmp, "big-task.json")
+               "facets": ["hard_constraint"], "state": "active"} for i in range(claims_count)]
+    graph = Path(tmp, f"task-{claims_count}.json")
     graph.write_text(json.dumps({"format": "intent-loop-graph", "version": 1, "exported_at": "2026-02-01T00:00:00.000Z",
                                  "task": {"task_id": "t-1", "mode": "on", "created_at": "2026-01-01T00:00:00Z"},
                                  "claims": claims}))
@@ -268,7 +271,7 @@ def big_task_cases(tmp, env):
     goal = payload("UserPromptSubmit", workspace, 0, prompt="intent: goal ship it")
     timed([str(DIST / "intent-loop-user-prompt")], goal, env_big)
     paths = project_paths(str(root), str(workspace))
-    label = f"[{BIG_TASK_CLAIMS} claims, one task]"
+    label = f"[{claims_count} claims, one task]"
     cases = [
         run_case(f"{label} SessionStart, new session", DIST / "intent-loop-session-start",
                  lambda i: payload("SessionStart", workspace, i, source="clear", session_id=NEW_SESSION), env_big),
@@ -284,6 +287,20 @@ def big_task_cases(tmp, env):
     return cases
 
 
+def compare_task_sizes(tmp, env):
+    """The hook paths and `show` on a task of 2,000 claims and on one of 20, in one run: the
+    last column is the p95 of the first over the second (1.00x: the claim count costs nothing)."""
+    print(f"== a task of {BIG_TASK_CLAIMS:,} claims against one of {SMALL_TASK_CLAIMS} (issue 23; ratios to the "
+          "floor) ==", flush=True)
+    big = big_task_cases(tmp, env)
+    small = big_task_cases(tmp, env, SMALL_TASK_CLAIMS)
+    print(f"{'path':<44} | {BIG_TASK_CLAIMS:>6,} p95 | {SMALL_TASK_CLAIMS:>6} p95 | big/small p95")
+    for large, little in zip(big, small, strict=True):
+        name = large.name.split("] ", 1)[1]
+        big_p95, small_p95 = large.ratio(large.hook)[1], little.ratio(little.hook)[1]
+        print(f"{name:<44} | {big_p95:9.2f}x | {small_p95:9.2f}x | {big_p95 / small_p95:.2f}x")
+
+
 def main(argv=None):
     global ROUNDS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -291,6 +308,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, numbers mean nothing")
+    parser.add_argument("--task-sizes-only", action="store_true",
+                        help="only the task of 2,000 claims against one of 20 (issue 23)")
     parser.add_argument("--source-run-only", action="store_true",
                         help="only the source-run plugin against the binaries, at the middle size")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -310,6 +329,9 @@ def main(argv=None):
         env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
         unlinked_env = dict(env, INTENT_LOOP_DATA_DIR=str(Path(tmp, "empty-root")))
         projects = {}
+        if args.task_sizes_only:
+            compare_task_sizes(tmp, env)
+            return
         for size in sizes:
             root = Path(tmp, f"root-{size}")
             started = time.perf_counter()
@@ -325,8 +347,7 @@ def main(argv=None):
             by_size = {size: measure_size(size, projects[size], workspace, env) for size in sizes}
             print_targets(run_no, by_size, unlinked)
         if not args.quick and not args.source_run_only:
-            print("== a task of 2,000 claims (issue 23; p95 as a ratio to the floor) ==", flush=True)
-            big_task_cases(tmp, env)
+            compare_task_sizes(tmp, env)
         middle = sizes[len(sizes) // 2]
         paths, snapshot, root = projects[middle]
         print(f"[{middle:>6} events]", end=" ", flush=True)

@@ -57,11 +57,16 @@ def light_record(claim_id, row):
     state, seq, ended_by, at, facts = row
     (provenance, actor, role, status, source_kind, scope, facets, valid_from, last_confirmed,
      confidence) = facts
-    if not (provenance in PROVENANCES and all(isinstance(v, str) for v in (actor, role, status, source_kind, scope))
-            and isinstance(facets, list) and all(isinstance(f, str) for f in facets)
-            and all(v is None or isinstance(v, str) for v in (valid_from, last_confirmed))
+    # one test per field, no generators: `show` builds one of these per hidden claim
+    if not (provenance in PROVENANCES and type(actor) is str and type(role) is str and type(status) is str
+            and type(source_kind) is str and type(scope) is str and type(facets) is list
+            and (valid_from is None or type(valid_from) is str)
+            and (last_confirmed is None or type(last_confirmed) is str)
             and (confidence is None or type(confidence) in (int, float))):
         raise ValueError("facts")
+    for facet in facets:
+        if type(facet) is not str:
+            raise ValueError("facts")
     claim = {"claim_id": claim_id, "role": role, "epistemic_status": status, "source_ref": {"kind": source_kind},
              "scope": scope, "facets": facets, "valid_from": valid_from, "last_confirmed": last_confirmed}
     if confidence is not None:
@@ -87,7 +92,8 @@ class ClaimRecords:
     shard only when a caller asks for a claim it does not hold or for all of them.
 
     `shown`: {claim_id: record} already resolved. `summary`: the hidden claims' summary, None for a
-    task with none. `load_hidden()`: {claim_id: row} of the hidden shard. `resolve(claim_id, row)`:
+    task with none. `load_hidden()`: ({claim_id: row}, {claim_id: light record}) of the hidden
+    shard, each row checked by building its light record. `resolve(claim_id, row)`:
     the full record of one hidden row, checked against its ledger line. Either raises Refolded
     after a failed check.
     """
@@ -99,7 +105,7 @@ class ClaimRecords:
         self._load_hidden = load_hidden
         self._resolve = resolve
         self._rows = None  # {claim_id: row} of the hidden shard not resolved yet, once it is read
-        self._light = {}  # claim_id -> its light record, built on first use
+        self._light = {}  # claim_id -> the light record of each row in _rows
 
     # -- the hidden shard ---------------------------------------------------------------------
     @property
@@ -109,11 +115,12 @@ class ClaimRecords:
     def _hidden(self):
         if self._rows is None:
             try:
-                rows = {} if self._summary is None else self._load_hidden()
+                rows, light = ({}, {}) if self._summary is None else self._load_hidden()
             except Refolded as refolded:
                 self._adopt(refolded.claims)
             else:
                 self._rows = {k: v for k, v in rows.items() if k not in self._items}
+                self._light = light
         return self._rows
 
     def _adopt(self, claims):
@@ -148,13 +155,7 @@ class ClaimRecords:
     def light_records(self, *, hidden=False):
         """Every record (hidden=True: only the unresolved hidden ones), a hidden claim not resolved
         yet as its light record: for choosing and counting, never for words."""
-        rows = self._hidden()
-        light = []
-        for claim_id, row in rows.items():
-            record = self._light.get(claim_id)
-            if record is None:
-                record = self._light[claim_id] = light_record(claim_id, row)
-            light.append(record)
+        light = [self._light[claim_id] for claim_id in self._hidden()]
         return light if hidden else list(self._items.values()) + light
 
     def encoded(self):

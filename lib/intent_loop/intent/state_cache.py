@@ -1,7 +1,8 @@
 """The project state in the sharded cache: what is split off, and how text comes back from the ledger.
 
 The root (storage/cache_store.py) keeps seq, last_change, the durable-claim index and the
-candidates' lifecycle; each task is a shard `t-<task_id>`, session links live in 256 buckets
+candidates' lifecycle; each task is a shard `t-<task_id>` with the claims a hook may show, and
+`h-<task_id>` with the others (intent/claim_records.py); session links live in 256 buckets
 `s-xx` and promotion signals in 256 buckets `g-xx` (the reducer keys them by a digest of the
 normalized statement, so no text is a key). Shards hold positions and lifecycle only: a claim is
 `[state, seq, ended_by, ref]`, a label or a publication is a ref, and a ref is
@@ -399,15 +400,16 @@ class _Source:
                 "ended_by": ended_by, "actor": event["actor"], "at": ref, **_index(where)}
 
     def _hidden_claims(self, task_id):
-        """{claim_id: row} of the task's hidden shard; Refolded after a failed check."""
+        """({claim_id: row}, {claim_id: light record}) of the task's hidden shard; Refolded after a failed check."""
         try:
             data = self.store.read(_hidden_shard(task_id))
             _check(isinstance(data, dict))
+            light = {}
             for claim_id, row in data.items():
-                _check(isinstance(row, list) and len(row) == 5 and _is_ref(row[3], 4)
-                       and isinstance(row[4], list) and len(row[4]) == 10)
-                light_record(claim_id, row)
-            return data
+                _check(type(row) is list and len(row) == 5 and _is_ref(row[3], 4) and type(row[4]) is list
+                       and len(row[4]) == 10 and row[0] in CLAIM_STATES and _is_count(row[1]))
+                light[claim_id] = light_record(claim_id, row)
+            return data, light
         except (Untrusted, KeyError, IndexError, TypeError, ValueError, AttributeError):
             if self.strict:
                 raise Untrusted("hidden") from None

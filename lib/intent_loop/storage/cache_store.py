@@ -8,8 +8,8 @@ Layout, all flat in `cache/` so every deletion that clears `cache/` clears it wh
   `{shard name: count * 2 + slot, or null for a shard gone}` written since the pages were.
 - `v3.p-<kind><c>.<slot>`: a table page, same framing, holding `{"gen", "name", "count", "data"}`
   with `data` = `{shard name: count * 2 + slot}` for the shards of one kind whose name's first
-  character after the dash is `c` (`t-` tasks, `s-` session buckets, `g-` signal buckets: at most
-  48 pages). A shard's entry is `recent`'s if it has one, else its page's.
+  character after the dash is `c` (`t-` tasks, `h-` their hidden claims, `s-` session buckets,
+  `g-` signal buckets: at most 64 pages). A shard's entry is `recent`'s if it has one, else its page's.
 
 Why two levels: one flat table in the root (format 2) carried an entry per task for ever (a year
 of history: 300 tasks, 22 KiB rewritten by every append). Why `recent`: writing the pages of every
