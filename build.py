@@ -199,7 +199,7 @@ def _without_docstrings(tree):
 def _is_fast_os_import(node):
     import ast
 
-    return (isinstance(node, ast.ImportFrom) and node.module == "intent_loop.storage"
+    return (isinstance(node, ast.ImportFrom) and node.module == "intent_loop.base"
             and [(a.name, a.asname) for a in node.names] == [("fast_os", None)])
 
 

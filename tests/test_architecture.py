@@ -16,15 +16,16 @@ LIB = ROOT / "lib" / "intent_loop"
 MAY_IMPORT = {
     "errors": set(),  # the one exception type and its codes
     "redact": set(),  # credential detection, text in and text out: storage refuses ids holding one
-    "storage": {"errors", "redact"},
-    "launch": {"storage", "redact", "errors"},
-    "intent": {"storage", "redact", "errors"},
-    "guard": {"intent", "storage", "redact", "errors"},
-    "ops": {"guard", "intent", "storage", "redact", "errors"},
-    "hook": {"ops", "guard", "intent", "storage", "launch", "redact", "errors"},
-    "mcp": {"ops", "guard", "intent", "storage", "launch", "redact", "errors"},
+    "base": {"errors"},  # the primitives: the fast os slice, platform seam, canonical JSON, timestamps, data root
+    "storage": {"base", "errors", "redact"},
+    "launch": {"storage", "base", "redact", "errors"},
+    "intent": {"storage", "base", "redact", "errors"},
+    "guard": {"intent", "storage", "base", "redact", "errors"},
+    "ops": {"guard", "intent", "storage", "base", "redact", "errors"},
+    "hook": {"ops", "guard", "intent", "storage", "base", "launch", "redact", "errors"},
+    "mcp": {"ops", "guard", "intent", "storage", "base", "launch", "redact", "errors"},
     # `intent-loop mcp` runs the same server as dist/intent-loop-mcp
-    "cli": {"mcp", "ops", "guard", "intent", "storage", "launch", "redact", "errors"},
+    "cli": {"mcp", "ops", "guard", "intent", "storage", "base", "launch", "redact", "errors"},
 }
 
 
@@ -98,3 +99,73 @@ def test_package_init_files_stay_empty(path):
     """They run on every hook start: nothing but a docstring."""
     tree = ast.parse(path.read_text())
     assert all(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) for node in tree.body)
+
+
+# -- inside the packages -----------------------------------------------------------------------
+def _module_of(path):
+    parts = list(path.relative_to(LIB.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _module_graph():
+    """{module: the intent_loop modules it imports, lazily or not} over the whole library."""
+    modules = {_module_of(p): p for p in _library_files()}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("intent_loop"):
+                deps.add(node.module)
+                deps.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.startswith("intent_loop"))
+        graph[name] = {d for d in deps if d in modules and d != name}
+    return graph
+
+
+def _package(module):
+    return module.split(".")[1] if module.count(".") else module
+
+
+def test_no_import_circle_inside_a_package():
+    """A circle of modules (lazy imports included) inside one package: issue 26 broke the four
+    there were at their cause (hook/deferred and runtime, intent/state and state_cache, mcp/reads
+    and tools, storage/ledger and the bulk verifier and upkeep)."""
+    graph = _module_graph()
+    circles = []
+
+    def walk(start, node, path):
+        for dep in graph[node]:
+            if _package(dep) != _package(start):
+                continue
+            if dep == start:
+                circles.append(" -> ".join(path + [dep]))
+            elif dep not in path:
+                walk(start, dep, path + [dep])
+
+    for module in sorted(graph):
+        walk(module, module, [module])
+    assert circles == []
+
+
+# storage's floors, bottom first: each module imports only its own floor and those below.
+STORAGE_FLOORS = (
+    # files and the lock: paths, atomic replace, line hashing, the append, quarantine, the hook
+    # process's own records (failure log, pending work)
+    {"paths", "atomic", "line_hash", "append", "lock", "quarantine", "failure_log", "pending_work"},
+    {"ledger", "sealing", "event_list"},  # the line protocol: one line's check, the fold, the seal
+    {"cache.cache_store", "cache.checkpoint", "cache.chain_marker", "cache.bulk_verify", "cache.cache_upkeep"},
+    {"reading", "request_index", "transaction", "recovery", "migration"},  # the state, and writing it
+)
+
+
+def test_storage_modules_import_only_their_floor_and_below():
+    graph = _module_graph()
+    floor_of = {f"intent_loop.storage.{m}": n for n, floor in enumerate(STORAGE_FLOORS) for m in floor}
+    storage = {m for m in graph if m.startswith("intent_loop.storage.") and m != "intent_loop.storage.cache"}
+    assert storage == set(floor_of), "every storage module has a floor"
+    upward = [f"{m} -> {d}" for m in sorted(storage) for d in sorted(graph[m])
+              if d in floor_of and floor_of[d] > floor_of[m]]
+    assert upward == []

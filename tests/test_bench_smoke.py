@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from intent_loop.base.canonical import loads
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import loads
+from intent_loop.storage import reading
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "tests" / "bench"
@@ -31,7 +31,7 @@ def test_history_writes_exactly_the_events_asked_for(tmp_path):
                      tmp_path=tmp_path)
     assert "history: 240 events" in out
     paths = paths_mod.project_paths(str(tmp_path / "h" / "root"), str(tmp_path / "h" / "ws"))
-    verified = ledger.verify_all(paths, REDUCER)
+    verified = reading.verify_all(paths, REDUCER)
     assert verified.count == 240 and verified.torn_tail == 0
     state = verified.state
     newest = state["last_change"]["task_id"]

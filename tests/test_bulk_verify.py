@@ -1,6 +1,6 @@
-"""The streaming verifier (storage/bulk_verify.py) agrees with the stdlib one (ledger.check_line)
+"""The streaming verifier (storage/cache/bulk_verify.py) agrees with the stdlib one (ledger.check_line)
 on every line, valid or not, and folds a ledger file exactly as ledger.fold_lines does: with
-orjson, and with the standard library standing in for it (storage/json_engine.py), as it does
+orjson, and with the standard library standing in for it (base/json_engine.py), as it does
 where the interpreter in use has no orjson."""
 import json
 import os
@@ -9,8 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from intent_loop.base import json_engine
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import bulk_verify, json_engine, ledger, sealing
+from intent_loop.storage import ledger, sealing
+from intent_loop.storage.cache import bulk_verify
 from tests.helpers.counting import CountingReducer
 
 PROJECT = "p" * 64
@@ -311,7 +313,7 @@ def _canonical_outcome(fn, value):
 def test_the_bulk_canonical_form_is_the_stdlib_one(payload):
     """bulk_verify.canonical_bytes (orjson where it writes the same bytes; the rewrite of a deletion
     re-chains every later line with it) gives exactly canonical.canonical_bytes, or its error."""
-    from intent_loop.storage import canonical
+    from intent_loop.base import canonical
 
     event = {"actor": "user", "payload": payload, "prev_hash": None, "task_id": TASK}
     assert (_canonical_outcome(bulk_verify.canonical_bytes, event)

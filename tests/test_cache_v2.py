@@ -15,7 +15,8 @@ from intent_loop.intent.session_view import session_context
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.state_cache import materialize
 from intent_loop.ops import apply_commands
-from intent_loop.storage import cache_store, checkpoint, ledger
+from intent_loop.storage import ledger, reading
+from intent_loop.storage.cache import cache_store, checkpoint
 from intent_loop.storage.paths import session_hash
 from tests.helpers.cache_files import shard_file
 
@@ -57,7 +58,7 @@ def edit_shard(project, name, change):
 
 
 def linked_task_id(project):
-    return ledger.verify_all(project, REDUCER).state["sessions"][SESSION]
+    return reading.verify_all(project, REDUCER).state["sessions"][SESSION]
 
 
 def seeded(project, workspace):
@@ -67,14 +68,14 @@ def seeded(project, workspace):
 
 
 def truth(project, workspace):
-    state = ledger.verify_all(project, REDUCER).state
+    state = reading.verify_all(project, REDUCER).state
     task = state["tasks"][state["sessions"][SESSION]]
     return session_context(state, project, SESSION)[1], provider.projection_for(task, project_root=workspace)
 
 
 def seen_now(project, workspace):
     """(hook view, Guard projection) as hooks compute them from the cache-backed state."""
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     task = state["tasks"][state["sessions"][SESSION]]
     return session_context(state, project, SESSION)[1], provider.projection_for(task, project_root=workspace)
 
@@ -141,18 +142,18 @@ def test_a_forged_task_shard_never_reaches_the_view_or_guard(project, workspace,
     expected = truth(project, workspace)
     edit_shard(project, "t-" + task_id, forge)
 
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     task = state["tasks"][task_id]
     assert state["tasks"]._source.recovered  # detected, not believed
     assert (session_context(state, project, SESSION)[1], provider.projection_for(task, project_root=workspace)) \
         == expected
     assert FORGED not in json.dumps(materialize(state), default=lambda v: v.__json__())
     # the read that found the damage already rewrote the cache from its re-fold
-    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
-    again = ledger.load_verified(project, REDUCER).state
+    assert checkpoint.matches(project, REDUCER, reading.verify_all(project, REDUCER))
+    again = reading.load_verified(project, REDUCER).state
     assert session_context(again, project, SESSION)[1] == expected[0] and not again["tasks"]._source.recovered
     run(project, workspace, "intent: must also this")
-    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
+    assert checkpoint.matches(project, REDUCER, reading.verify_all(project, REDUCER))
     assert seen_now(project, workspace) == truth(project, workspace)
 
 
@@ -177,7 +178,7 @@ def test_a_session_link_forged_to_words_is_not_believed(project, workspace):
     edit_shard(project, _session_shard(SESSION), lambda d: d.update({SESSION: FORGED}))
     receipt = run(project, workspace, "intent: must a third rule")
     assert receipt.rejected == [] and FORGED not in json.dumps([e.text() for e in receipt.entries])
-    assert ledger.verify_all(project, REDUCER).state["sessions"][SESSION] == task_id
+    assert reading.verify_all(project, REDUCER).state["sessions"][SESSION] == task_id
 
 
 def test_a_durable_index_naming_a_claim_its_shard_lacks_does_not_fail_the_append(project, workspace):
@@ -186,11 +187,11 @@ def test_a_durable_index_naming_a_claim_its_shard_lacks_does_not_fail_the_append
     seeded(project, workspace)
     other = session_hash("other")
     run(project, workspace, "intent: new\nintent: goal other\nintent: always use tabs", session=other)
-    (claim_id, owner), = ledger.verify_all(project, REDUCER).state["durable"].items()
+    (claim_id, owner), = reading.verify_all(project, REDUCER).state["durable"].items()
     edit_shard(project, "t-" + owner, lambda d: d["claims"].pop(claim_id))
     assert run(project, workspace, "intent: must a new rule").rejected == []
     assert run(project, workspace, "intent: must another rule", session=other).rejected == []
-    fresh = ledger.verify_all(project, REDUCER, leave_checkpoint=True)  # what verify and the scrub leave
+    fresh = reading.verify_all(project, REDUCER, leave_checkpoint=True)  # what verify and the scrub leave
     assert fresh.state["durable"] == {claim_id: owner}
     assert checkpoint.matches(project, REDUCER, fresh)
 
@@ -211,13 +212,13 @@ def test_a_forged_durable_pointer_in_the_root_falls_back_to_the_task(project, wo
 def test_a_forged_candidate_pointer_is_not_believed(project, workspace):
     for n in range(3):  # the same task-scope rule in three tasks proposes a candidate
         run(project, workspace, f"intent: new\nintent: goal task {n}\nintent: must run the linter")
-    state = ledger.verify_all(project, REDUCER).state
+    state = reading.verify_all(project, REDUCER).state
     (candidate_id, candidate), = state["candidates"].items()
     root = read_doc(root_path(project))
     root["state"]["candidates"][candidate_id][2][0] = 0
     write_doc(root_path(project), root)
 
-    loaded = ledger.load_verified(project, REDUCER).state
+    loaded = reading.load_verified(project, REDUCER).state
     assert loaded["candidates"][candidate_id]["statement"] == candidate["statement"]
     assert loaded["tasks"]._source.recovered
 
@@ -265,7 +266,7 @@ def test_an_edited_table_in_the_root_never_changes_what_a_reader_sees(project, w
 
     assert seen_now(project, workspace) == expected
     assert sorted(checkpoint.load(project, REDUCER).verified.state["tasks"]) == sorted(
-        ledger.verify_all(project, REDUCER).state["tasks"])
+        reading.verify_all(project, REDUCER).state["tasks"])
 
 
 def _contract_versions(project):
@@ -313,9 +314,9 @@ def _unlist_task(project, task_id):
 
 def test_a_linked_task_the_cache_does_not_list_is_still_shown(project, workspace):
     task_id = seeded(project, workspace)
-    expected = session_context(ledger.verify_all(project, REDUCER).state, project, SESSION)
+    expected = session_context(reading.verify_all(project, REDUCER).state, project, SESSION)
     _unlist_task(project, task_id)
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     assert state["sessions"].get(SESSION) == task_id
     assert session_context(state, project, SESSION) == expected  # was (None, None): no context at all
 
@@ -375,7 +376,7 @@ def test_a_crash_between_the_shards_and_the_root_leaves_a_cache_that_still_reads
     with monkeypatch.context() as patched:
         patched.setattr(cache_store, "write_framed", no_root)
         run(project, workspace, "intent: must survive the crash")
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     assert not state["tasks"]._source.recovered  # the old root and its slots are consistent
     assert seen_now(project, workspace) == truth(project, workspace)
     assert "survive the crash" in seen_now(project, workspace)[0]
@@ -387,7 +388,7 @@ def test_format_1_state_and_seen_files_are_ignored_and_replaced(project, workspa
     for name in os.listdir(project.cache_dir):
         if name.startswith(("v2.", cache_store.SHARD_PREFIX)):
             os.unlink(os.path.join(project.cache_dir, name))
-    verified = ledger.verify_all(project, REDUCER)
+    verified = reading.verify_all(project, REDUCER)
     forged = {"format": 1, "reducer": "project-state-1", "project_id": project.project_id,
               "identity": [0, 0, 0, 0], "verified": {"size": verified.size, "count": verified.count,
                                                      "last_hash": verified.last_hash,
@@ -407,7 +408,7 @@ def test_format_2_files_are_ignored_and_removed_but_seen_records_stay(project, w
     for name in os.listdir(project.cache_dir):
         if name.startswith(cache_store.SHARD_PREFIX):
             os.unlink(os.path.join(project.cache_dir, name))
-    verified = ledger.verify_all(project, REDUCER)
+    verified = reading.verify_all(project, REDUCER)
     old_root = {"format": 2, "reducer": REDUCER.version, "project_id": project.project_id, "gen": "0" * 16,
                 "identity": [0, 0, 0, 0], "shards": {"t-" + task_id: 2},
                 "verified": {"size": verified.size, "count": verified.count, "last_hash": verified.last_hash,
@@ -442,7 +443,7 @@ def test_a_mutation_writes_only_the_root_and_the_shards_it_changed(project, work
     assert len(shards) == 2 and shards[0].startswith("v3.g-") and shards[1] == "v3.t-" + task_id
     root = read_doc(root_path(project))
     assert {n[3:] for n in shards} <= set(root["recent"])  # their entries wait in the root
-    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
+    assert checkpoint.matches(project, REDUCER, reading.verify_all(project, REDUCER))
 
 
 def test_recent_entries_are_folded_into_the_pages_and_the_root_stays_small(project, workspace, monkeypatch):
@@ -460,16 +461,16 @@ def test_recent_entries_are_folded_into_the_pages_and_the_root_stays_small(proje
         assert len(root["recent"]) <= cache_store.RECENT_LIMIT
     assert flushes, "recent never folded into a page"
     assert max(sizes) < 8 << 10
-    state = ledger.verify_all(project, REDUCER).state
+    state = reading.verify_all(project, REDUCER).state
     assert len(state["tasks"]) == cache_store.RECENT_LIMIT + 9
-    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
+    assert checkpoint.matches(project, REDUCER, reading.verify_all(project, REDUCER))
     cached = checkpoint.load(project, REDUCER).verified.state  # every task listed from pages + recent
     assert sorted(cached["tasks"]) == sorted(state["tasks"])
 
 
 def test_matches_sees_a_lifecycle_edit_a_load_cannot(project, workspace):
     task_id = seeded(project, workspace)
-    fresh = ledger.verify_all(project, REDUCER)
+    fresh = reading.verify_all(project, REDUCER)
     assert checkpoint.matches(project, REDUCER, fresh)
     edit_shard(project, "t-" + task_id, lambda d: _claims(d)[_first_claim_id(d)].__setitem__(0, "invalidated"))
     assert not checkpoint.matches(project, REDUCER, fresh)
@@ -481,13 +482,13 @@ def test_the_encoding_proof_holds_for_a_true_cache_and_never_for_an_edited_one(p
     """The scrub's fast path (cache_upkeep.same_state) accepts a cache whose files say exactly what
     a save of the fold would write; any edit falls through to the full comparison, which sees it."""
     from intent_loop.intent import state_cache
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     for n in range(3):
         run(project, workspace, f"intent: new\nintent: goal task {n}\nintent: must run the linter",
             session=session_hash(f"e{n}"))
     task_id = seeded(project, workspace)
-    ledger.verify_all(project, REDUCER)  # a full fold, and a full save of it
+    reading.verify_all(project, REDUCER)  # a full fold, and a full save of it
     run(project, workspace, "intent: must one more rule")  # an incremental save on top
     with open(project.ledger, "rb") as fh:  # the plain fold of the same bytes, saving nothing
         fresh = ledger.fold_lines(fh.read(), ledger.empty_verified(REDUCER), REDUCER, project_id=project.project_id)
@@ -507,7 +508,7 @@ def test_the_encoding_proof_does_not_take_a_listed_shard_with_no_task_for_an_abs
     `t-<id>` to `recent` with data [], 0, {}...) is not proven equal: same_encoding compared
     `read(name) or {}` with `{}` and said True where the strict comparison sees an untrusted shard."""
     from intent_loop.intent import state_cache
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     seeded(project, workspace)
     with open(project.ledger, "rb") as fh:
@@ -528,7 +529,7 @@ def test_verify_names_a_checkpoint_field_edited_by_hand(project, workspace, fiel
     """verify/scrub compared only the checkpoint's size and last hash: an edited event count passed
     as OK, and with it any later recovery from that cache failed LEDGER_CHAIN_BROKEN."""
     from intent_loop.errors import ErrorCode
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     seeded(project, workspace)
     root = read_doc(root_path(project))
@@ -537,12 +538,12 @@ def test_verify_names_a_checkpoint_field_edited_by_hand(project, workspace, fiel
     reports = []
     cache_upkeep.verify_everything(project, REDUCER, leave_checkpoint=True, report=reports.append)
     assert [r.code for r in reports] == [ErrorCode.CACHE_MISMATCH]
-    assert checkpoint.load(project, REDUCER).verified.count == ledger.verify_all(project, REDUCER).count
+    assert checkpoint.load(project, REDUCER).verified.count == reading.verify_all(project, REDUCER).count
 
 
 def test_a_plan_copies_lazily_and_never_changes_the_cached_state(project, workspace):
     task_id = seeded(project, workspace)
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     before = json.dumps(state, default=lambda v: v.__json__(), sort_keys=True)
     plan = tasks.Plan(state, now="2026-01-01T00:00:00.000Z")
     tasks.add_claim(plan, task_id=task_id, claim=tasks.user_claim(
@@ -559,7 +560,7 @@ def test_unseen_items_pass_only_in_the_shapes_receipts_make(project, workspace):
     receipt = run(project, workspace, "intent: goal one\nintent: must two\nintent: new\nintent: goal three")
     items = prompt_answer.change_items(receipt)
     assert items and len(prompt_answer.change_texts(items)) == len(items)
-    claim_id = next(iter(ledger.verify_all(project, REDUCER).state["tasks"][linked_task_id(project)]["claims"]))
+    claim_id = next(iter(reading.verify_all(project, REDUCER).state["tasks"][linked_task_id(project)]["claims"]))
     receipt = run(project, workspace, f"intent: replace {claim_id[:8]} three more\nintent: drop {claim_id[:4]}"
                   "\nintent: off\nintent: on")
     more = prompt_answer.change_items(receipt)
@@ -576,10 +577,10 @@ def test_a_pointer_to_a_last_line_without_its_lf_is_believed(project, workspace)
     run(project, workspace, "intent: must keep the very last rule")
     with open(project.ledger, "rb+") as fh:  # an editor's "no newline at end of file"
         fh.truncate(os.path.getsize(project.ledger) - 1)
-    first = ledger.load_verified(project, REDUCER)  # re-verified, cached with missing_lf
+    first = reading.load_verified(project, REDUCER)  # re-verified, cached with missing_lf
     assert first.missing_lf
 
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     view = session_context(state, project, SESSION)[1]
     assert "keep the very last rule" in view
     assert not state["tasks"]._source.recovered
@@ -602,11 +603,11 @@ def test_agent_lifecycle_and_proposals_round_trip_through_the_cache(project, wor
 
     transaction.mutate(project, REDUCER, request_id="agent-1", operation="agent", params={}, plan=plan,
                        deadline=time.monotonic() + 20)
-    fresh = ledger.verify_all(project, REDUCER)
+    fresh = reading.verify_all(project, REDUCER)
     task = fresh.state["tasks"][task_id]
     assert task["guard_mode"] == "on" and "proposal_seq" in task
     assert checkpoint.matches(project, REDUCER, fresh)
-    cached = ledger.load_verified(project, REDUCER).state
+    cached = reading.load_verified(project, REDUCER).state
     assert cached == fresh.state
     assert not cached["tasks"]._source.recovered
     (proposal,) = [c for c in cached["candidates"].values() if c.get("kind") == "proposal"]
@@ -618,14 +619,14 @@ def test_the_after_answer_rebuild_writes_pointers_a_read_believes(project, works
     """The streamed rebuild (storage/bulk_verify.fold_stream) tells the reducer each line's place."""
     import shutil
 
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     seeded(project, workspace)
     shutil.rmtree(project.cache_dir)
     os.mkdir(project.cache_dir, 0o700)
     assert cache_upkeep.rebuild(project, REDUCER) == "rebuilt"
-    assert checkpoint.matches(project, REDUCER, ledger.verify_all(project, REDUCER))
-    state = ledger.load_verified(project, REDUCER).state
+    assert checkpoint.matches(project, REDUCER, reading.verify_all(project, REDUCER))
+    state = reading.load_verified(project, REDUCER).state
     assert session_context(state, project, SESSION)[1] == truth(project, workspace)[0]
     assert not state["tasks"]._source.recovered
 
@@ -633,10 +634,10 @@ def test_the_after_answer_rebuild_writes_pointers_a_read_believes(project, works
 def test_verify_leaves_a_proven_cache_in_place_and_rebuilds_an_edited_one(project, workspace):
     """`verify` (verify_everything with a report) rewrites no cache file when the cache is proven to
     hold the whole ledger already, and still rebuilds one that differs."""
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     task_id = seeded(project, workspace)
-    ledger.verify_all(project, REDUCER)  # any checkpoint; the next mutation saves on top of it
+    reading.verify_all(project, REDUCER)  # any checkpoint; the next mutation saves on top of it
     run(project, workspace, "intent: must one more rule")
     before = {n: os.stat(os.path.join(project.cache_dir, n)).st_ino for n in os.listdir(project.cache_dir)}
     found = []

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from intent_loop.base import canonical
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import canonical
 
 
 def _projection(objective, primary_object, surface, include, exclude, must, must_not, allowed,

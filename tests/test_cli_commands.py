@@ -7,7 +7,7 @@ import pytest
 
 from helpers.cli_runner import make_cli
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import checkpoint
+from intent_loop.storage.cache import checkpoint
 from intent_loop.storage.ledger import Draft
 from intent_loop.storage.paths import session_hash
 from intent_loop.storage.transaction import Transaction
@@ -90,8 +90,8 @@ def test_candidates(cli, project):
     # three distinct tasks carrying the same statement produce a candidate
     import time
 
+    from intent_loop.base.timestamps import format_utc
     from intent_loop.intent import tasks as tasks_mod
-    from intent_loop.storage.timestamps import format_utc
     from intent_loop.storage.transaction import mutate
 
     for n in range(3):

@@ -12,7 +12,7 @@ from test_hooks import DIST, events, fixture, hook, project_of, prompt_payload, 
 from helpers.mcp_client import McpServer
 from intent_loop.guard import contract_file
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import ledger
+from intent_loop.storage import reading
 from intent_loop.storage.paths import session_hash
 
 env = test_hooks.env  # the fixtures, by the names the tests ask for
@@ -38,7 +38,7 @@ def context(answer):
 
 
 def state_of(env, ws):
-    return ledger.verify_all(project_of(env, ws), REDUCER).state
+    return reading.verify_all(project_of(env, ws), REDUCER).state
 
 
 def current(env, ws):

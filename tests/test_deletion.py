@@ -6,6 +6,8 @@ import time
 import pytest
 
 from helpers.cli_runner import make_cli
+from intent_loop.base.canonical import canonical_bytes, dumps
+from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.guard.publishing import refresh_quietly
@@ -13,9 +15,8 @@ from intent_loop.intent import private_mode, tasks
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.state_cache import materialize
 from intent_loop.ops import deletion
-from intent_loop.storage.canonical import canonical_bytes, dumps
-from intent_loop.storage.ledger import load_verified, new_uuid4, verify_all
-from intent_loop.storage.timestamps import format_utc
+from intent_loop.storage.ledger import new_uuid4
+from intent_loop.storage.reading import load_verified, verify_all
 from intent_loop.storage.transaction import mutate
 
 

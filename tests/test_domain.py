@@ -8,13 +8,14 @@ import time
 
 import pytest
 
+from intent_loop.base import timestamps
+from intent_loop.base.canonical import canonical_bytes
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.intent import private_mode, prompt_commands, tasks, views
 from intent_loop.intent.state import ProjectReducer
 from intent_loop.ops import apply_commands
-from intent_loop.storage import ledger, timestamps, transaction
-from intent_loop.storage.canonical import canonical_bytes
+from intent_loop.storage import ledger, reading, transaction
 from intent_loop.storage.lock import ProjectLock
 from intent_loop.storage.paths import session_hash
 
@@ -49,7 +50,7 @@ def run(project, workspace, prompt, *, session=SESSION, request_id=None, turn="t
 
 
 def state_of(project):
-    return ledger.load_verified(project, REDUCER).state
+    return reading.load_verified(project, REDUCER).state
 
 
 def linked(project, session=SESSION):
@@ -102,7 +103,7 @@ def expect_code(code, fn, *args, **kwargs):
 
 
 def ledger_count(project):
-    return ledger.verify_all(project, REDUCER).count
+    return reading.verify_all(project, REDUCER).count
 
 
 # -- protection matrix -------------------------------------------------------------------------
@@ -152,7 +153,7 @@ def test_user_can_replace_and_drop_own_claim(project, workspace):
                                                    claim=user_explicit("third wording")))
     mutate(project, lambda p: tasks.invalidate_claim(
         p, task_id=task["task_id"], claim_id=active_by_statement(p.state["tasks"][task["task_id"]], "third wording")))
-    assert ledger.verify_all(project, REDUCER).count > 0
+    assert reading.verify_all(project, REDUCER).count > 0
 
 
 @pytest.mark.parametrize("old_status,new_status", [
@@ -368,7 +369,7 @@ def test_private_mode_leaves_no_semantic_bytes(project, workspace):
     control = private_mode.read_control(project, SESSION)
     assert control is not None and control["task_id"] == private_task["task_id"]
     assert sorted(os.listdir(project.private_dir)) == [SESSION + ".json"]
-    new_events = ledger.verify_all(project, REDUCER).count - before
+    new_events = reading.verify_all(project, REDUCER).count - before
     assert new_events <= 2  # task_started(private, empty) and the link; no claim text
     secrets = ["ZEBRA-private-goal-4711", "QUOKKA-must-not-9921", "private prefer walrus 33"]
     count = ledger_count(project)
@@ -535,7 +536,7 @@ def test_compact_view_deterministic_and_capped(project, workspace):
         run(project, workspace, prompt.replace("item", f"block{block} item"))
     task_id = linked(project)["task_id"]
     a = views.compact_view(state_of(project), task_id).encode()
-    b = views.compact_view(ledger.verify_all(project, REDUCER).state, task_id).encode()
+    b = views.compact_view(reading.verify_all(project, REDUCER).state, task_id).encode()
     assert a == b
     assert b"more omitted" in a
     assert a.count(b"\n- ") <= views.COMPACT_RECORDS
@@ -552,9 +553,9 @@ def test_deleting_cache_gives_identical_state(project, workspace):
     view1 = views.compact_view(state_of(project), linked(project)["task_id"])
     assert os.listdir(project.cache_dir)
     shutil.rmtree(project.cache_dir)
-    second = canonical_bytes(ledger.load_verified(project, REDUCER, write_cache=False).state)
+    second = canonical_bytes(reading.load_verified(project, REDUCER, write_cache=False).state)
     assert first == second
-    assert canonical_bytes(ledger.verify_all(project, REDUCER).state) == first
+    assert canonical_bytes(reading.verify_all(project, REDUCER).state) == first
     assert views.compact_view(state_of(project), linked(project)["task_id"]) == view1
 
 

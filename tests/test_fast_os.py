@@ -1,4 +1,4 @@
-"""intent_loop.storage.fast_os must behave exactly like `os`/`posixpath` for every call the hook path makes:
+"""intent_loop.base.fast_os must behave exactly like `os`/`posixpath` for every call the hook path makes:
 project ids are hashes of `realpath`, so one differing path would split a project in two."""
 import json
 import os
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from helpers.fast_os_equivalence import COMPONENTS, make_tree
 from helpers.imports import costly_modules_loaded
-from intent_loop.storage import fast_os
+from intent_loop.base import fast_os
 
 relative_paths = st.lists(st.sampled_from(COMPONENTS), min_size=0, max_size=7).map("/".join)
 
@@ -119,7 +119,7 @@ def test_fast_os_equals_os_under_each_supported_cpython(version, tmp_path):
 
 def test_the_environment_is_read_when_asked_never_copied():
     """getenv decodes what os.environ decodes (undecodable bytes kept as os keeps them)."""
-    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from intent_loop.storage import fast_os; "
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from intent_loop.base import fast_os; "
             "os.environ['LATER'] = 'set after import'; "
             "keys = ['PLAIN', 'UNICODE', 'RAW', 'EMPTY', 'LATER', 'MISSING']; "
             "print([fast_os.getenv(k) == os.environ.get(k) for k in keys] == [True] * 6, hasattr(fast_os, 'environ'))")

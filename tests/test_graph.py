@@ -6,12 +6,13 @@ import time
 import pytest
 
 from helpers.cli_runner import make_cli
+from intent_loop.base.timestamps import utc_sort_key
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
-from intent_loop.intent.state import REDUCER, is_hook_visible
+from intent_loop.intent.claim_records import is_hook_visible
+from intent_loop.intent.state import REDUCER
 from intent_loop.ops import graph_format, graph_import
-from intent_loop.storage.ledger import load_verified, verify_all
-from intent_loop.storage.timestamps import utc_sort_key
+from intent_loop.storage.reading import load_verified, verify_all
 
 
 @pytest.fixture

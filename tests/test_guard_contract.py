@@ -6,12 +6,12 @@ import json
 import pytest
 
 from helpers.imports import costly_modules_loaded
+from intent_loop.base.canonical import loads
+from intent_loop.base.timestamps import format_utc, rfc3339_error
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard.acceptance import validate_projection, validate_provider_document, validate_task_contract_lite
 from intent_loop.guard.contract_file import MAX_DOCUMENT_BYTES, validate_document_bytes
 from intent_loop.guard.document import build_document, projection_bytes, projection_sha256, render_document
-from intent_loop.storage.canonical import loads
-from intent_loop.storage.timestamps import format_utc, rfc3339_error
 
 # The three golden vectors of guard-provider.md, copied here so the suite runs on a fresh clone.
 VECTOR_1 = {

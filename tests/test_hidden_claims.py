@@ -13,10 +13,10 @@ from test_hostile_files import _cli
 from test_streaming_and_upkeep import _edit_task_shard
 
 from helpers.cache_files import shard_file
+from intent_loop.base.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.intent import views
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import ledger
-from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
+from intent_loop.storage import reading
 
 env = test_hooks.env
 ws = test_hooks.ws
@@ -41,7 +41,7 @@ def _big_task(env, ws, tmp_path):
     assert proc.returncode == 0, proc.stderr
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal ship it", turn="t-goal"), env)
     project = project_of(env, ws)
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     return project, state["last_change"]["task_id"]
 
 
@@ -185,10 +185,10 @@ def test_the_views_of_a_cache_backed_task_are_the_folds_views(env, ws, tmp_path)
     hook("UserPromptSubmit", prompt_payload(ws, "intent: resume " + task[:8], turn="t-resume"), env)
     hook("UserPromptSubmit", prompt_payload(ws, "intent: must not touch the db\nintent: forbid action:network",
                                             turn="t-more"), env)
-    cached = ledger.load_verified(project, REDUCER).state
+    cached = reading.load_verified(project, REDUCER).state
     shutil.rmtree(project.cache_dir)
     os.mkdir(project.cache_dir)
-    folded = ledger.load_verified(project, REDUCER, write_cache=False).state
+    folded = reading.load_verified(project, REDUCER, write_cache=False).state
     assert isinstance(folded["tasks"][task]["claims"], dict)  # a plain fold, no cache behind it
     now = 1.8e9
     for view in (views.hook_view, views.compact_view):

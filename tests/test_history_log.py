@@ -70,7 +70,7 @@ def test_every_event_type_the_reducer_knows_has_words():
 
 def test_log_reads_what_it_prints_not_the_whole_ledger(tmp_path, monkeypatch):
     """At 20,000 events the default log reads 50 lines from the end: count the lines it verifies."""
-    from intent_loop.storage import bulk_verify
+    from intent_loop.storage.cache import bulk_verify
 
     cli = make_cli(tmp_path)
     _typed(cli, "intent: goal ship it", 1)

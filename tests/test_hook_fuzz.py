@@ -14,8 +14,8 @@ from helpers.settle import settle
 from intent_loop.hook import handlers, runtime
 from intent_loop.intent.state import ProjectReducer
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
@@ -159,7 +159,7 @@ def run_in_process(event, data, env):
 def _verify(data_root, ws):
     p = paths_mod.project_paths(data_root, ws)
     if os.path.exists(p.ledger):
-        ledger.verify_all(p, REDUCER)
+        reading.verify_all(p, REDUCER)
 
 
 @pytest.mark.slow

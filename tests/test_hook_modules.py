@@ -20,16 +20,17 @@ print("\n@@" + repr(sorted(sys.modules)))
 # The unlinked SessionStart path at this commit: the read path (ledger, cache, views), the continuity
 # rule and the hook runtime; no storage.atomic, transaction or lock (it writes nothing).
 UNLINKED_SESSION_START = (
-    "intent_loop", "intent_loop.errors", "intent_loop.hook", "intent_loop.hook.handlers",
-    "intent_loop.hook.prompt_answer", "intent_loop.hook.runtime", "intent_loop.intent",
-    "intent_loop.intent.claim_records", "intent_loop.intent.claim_verbs", "intent_loop.intent.claims",
-    "intent_loop.intent.continuity",
-    "intent_loop.intent.private_mode", "intent_loop.intent.session_view", "intent_loop.intent.state",
-    "intent_loop.intent.state_cache", "intent_loop.intent.views", "intent_loop.storage",
-    "intent_loop.storage.cache_store", "intent_loop.storage.canonical", "intent_loop.storage.chain_marker",
-    "intent_loop.storage.checkpoint", "intent_loop.storage.data_root", "intent_loop.storage.fast_os",
+    "intent_loop", "intent_loop.base", "intent_loop.base.canonical", "intent_loop.base.data_root",
+    "intent_loop.base.fast_os", "intent_loop.base.platform", "intent_loop.base.timestamps",
+    "intent_loop.errors", "intent_loop.hook", "intent_loop.hook.handlers", "intent_loop.hook.prompt_answer",
+    "intent_loop.hook.runtime", "intent_loop.intent", "intent_loop.intent.claim_records",
+    "intent_loop.intent.claim_verbs", "intent_loop.intent.claims", "intent_loop.intent.continuity",
+    "intent_loop.intent.event_types", "intent_loop.intent.private_mode", "intent_loop.intent.session_view",
+    "intent_loop.intent.state", "intent_loop.intent.state_cache", "intent_loop.intent.views",
+    "intent_loop.storage", "intent_loop.storage.cache", "intent_loop.storage.cache.cache_store",
+    "intent_loop.storage.cache.chain_marker", "intent_loop.storage.cache.checkpoint",
     "intent_loop.storage.ledger", "intent_loop.storage.line_hash", "intent_loop.storage.paths",
-    "intent_loop.storage.platform", "intent_loop.storage.timestamps",
+    "intent_loop.storage.reading",
 )
 COSTLY = ("json", "re", "typing", "dataclasses", "enum", "inspect", "subprocess", "threading", "pathlib",
           "datetime", "orjson", "uuid", "tempfile", "shutil", "zipfile", "logging", "argparse")
@@ -61,9 +62,9 @@ def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_pa
     view = answer["hookSpecificOutput"]["additionalContext"]
     assert "follows the workspace's current task" in view and "forbid: action:network" in view
     from intent_loop.intent.state import REDUCER
-    from intent_loop.storage import ledger, paths
+    from intent_loop.storage import paths, reading
 
-    state = ledger.load_verified(paths.project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws)), REDUCER).state
+    state = reading.load_verified(paths.project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws)), REDUCER).state
     assert paths.session_hash("sess-after-clear") not in state["sessions"] and len(state["tasks"]) == 1
 
 
@@ -71,11 +72,12 @@ def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_pa
 # the work after the answer included (run inline here; the hook process forks it off), pinned so it
 # changes only on purpose: update a figure with the reason in the commit (startup-performance.md).
 PATH_MODULES = {
-    # each +1 for intent/claim_records.py: the hidden claims' own shard (issue 23)
-    "SessionStart resume": 28,
-    "prompt without commands": 37,
-    "prompt with two commands": 51,  # guard/publishing.py split out of ops/apply_commands.py (issue 26)
-    "Stop": 46,  # the Stop publishes through guard/publishing.py and no longer loads apply_commands
+    # +1 each for intent/claim_records.py (the hidden claims' own shard, issue 23); +4 for issue 26's
+    # split: the base/ and storage/cache/ packages, storage/reading.py and intent/event_types.py
+    "SessionStart resume": 32,
+    "prompt without commands": 41,
+    "prompt with two commands": 55,  # guard/publishing.py split out of ops/apply_commands.py (issue 26)
+    "Stop": 50,  # the Stop publishes through guard/publishing.py and no longer loads apply_commands
 }
 
 
@@ -103,3 +105,13 @@ def test_each_hook_path_loads_its_pinned_number_of_modules(tmp_path):
     counts = {name: sum(1 for m in loaded if m.startswith(("intent_loop", "hooks")))
               for name, loaded in _path_runs(tmp_path).items()}
     assert counts == PATH_MODULES
+
+
+def test_the_hooks_empty_state_is_the_reducers_own():
+    """handlers.NO_STATE is typed out so a never-recorded folder imports no reducer: it must say
+    what REDUCER.initial() says of every map it has."""
+    from intent_loop.hook.handlers import NO_STATE
+    from intent_loop.intent.state import REDUCER
+
+    initial = REDUCER.initial()
+    assert {key: initial[key] for key in NO_STATE} == NO_STATE

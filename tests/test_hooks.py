@@ -12,8 +12,9 @@ import pytest
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
-from intent_loop.storage import cache_store, checkpoint, ledger
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
+from intent_loop.storage.cache import cache_store, checkpoint
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
@@ -117,7 +118,7 @@ def test_prompt_with_commands_records_and_receipts(env, ws):
     statements = [c["statement"] for e in evs for c in e["payload"].get("initial_claims", [])] + \
                  [e["payload"]["claim"]["statement"] for e in evs if e["event_type"] == "claim_added"]
     assert sorted(statements) == ["must: keep tests green", "ship the thing"]
-    ledger.verify_all(project_of(env, ws), REDUCER)
+    reading.verify_all(project_of(env, ws), REDUCER)
 
 
 def test_rejected_command_gets_system_message(env, ws):
@@ -280,7 +281,7 @@ def test_held_lock_fails_open_within_deadline(event, env, ws):
     finally:
         holder.communicate(timeout=20)
     assert len(events(env, ws)) == n
-    ledger.verify_all(project_of(env, ws), REDUCER)
+    reading.verify_all(project_of(env, ws), REDUCER)
 
 
 def test_observation_is_written_after_the_answer_without_holding_codexs_pipes(env, ws):
@@ -304,7 +305,7 @@ def test_observation_is_written_after_the_answer_without_holding_codexs_pipes(en
     settle(env["INTENT_LOOP_DATA_DIR"], ws)
     new = events(env, ws)[n:]
     assert [e["event_type"] for e in new] == ["source_observed"], new
-    ledger.verify_all(project_of(env, ws), REDUCER)
+    reading.verify_all(project_of(env, ws), REDUCER)
 
 
 def test_a_foreign_hold_on_the_pending_lock_neither_keeps_the_hook_nor_loses_the_write(env, ws):
@@ -349,7 +350,7 @@ def test_deferred_observation_rechecks_the_task_under_the_lock(env, ws, monkeypa
     record(time.monotonic() + 10)
 
     assert len(events(env, ws)) == n
-    ledger.verify_all(project_of(env, ws), REDUCER)
+    reading.verify_all(project_of(env, ws), REDUCER)
 
 
 def test_deferred_observation_stays_with_the_task_it_was_made_in(env, ws, monkeypatch):
@@ -380,7 +381,7 @@ def _deferred_observation(env, ws, monkeypatch, *, turn):
 
 
 def project_state(env, ws):
-    return ledger.load_verified(project_of(env, ws), REDUCER).state
+    return reading.load_verified(project_of(env, ws), REDUCER).state
 
 
 def test_sigterm_answers_continue(env, ws):
@@ -431,7 +432,7 @@ def test_sixteen_concurrent_prompts(env, ws):
             continue
         assert count == 1, (i, outs)
     assert named <= 4, outs  # the lock serves a queue of 16: most get through within the deadline
-    ledger.verify_all(project_of(env, ws), REDUCER)
+    reading.verify_all(project_of(env, ws), REDUCER)
 
 
 # -- a hand-edited cache (format 2: text comes from the ledger) -------------------------------------
@@ -454,7 +455,7 @@ def test_hand_edited_cache_never_reaches_hook_context_or_the_guard_file(env, ws)
     hook("UserPromptSubmit", prompt_payload(ws, "intent: new the real label\nintent: goal ship the real parser\n"
                                                 "intent: must keep the real tests green"), env)
     p = project_of(env, ws)
-    state = ledger.verify_all(p, REDUCER).state
+    state = reading.verify_all(p, REDUCER).state
     task_id = state["sessions"][paths_mod.session_hash("sess-1")]
     from tests.helpers.cache_files import shard_file
 
@@ -497,7 +498,7 @@ def test_format_1_cache_files_are_ignored_and_replaced(env, ws):
     for name in os.listdir(p.cache_dir):
         if name.startswith(("v2.", cache_store.SHARD_PREFIX)):  # the cache and the seen records
             os.unlink(os.path.join(p.cache_dir, name))
-    verified = ledger.verify_all(p, REDUCER)
+    verified = reading.verify_all(p, REDUCER)
     body = json.dumps({"format": 1, "state": {"tasks": {"x": {"label": CACHE_FORGERY}}},
                        "verified": {"size": verified.size, "count": verified.count}}).encode()
     import hashlib

@@ -13,8 +13,8 @@ from helpers.mcp_client import MCP_BINARY, REPO, run_hook
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import tasks
 from intent_loop.intent.state import REDUCER, active_claims
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
 from intent_loop.storage.transaction import mutate
 
 SESSION = "019b0000-0000-7000-8000-00000000c001"
@@ -27,7 +27,7 @@ server = mcp_client.server
 
 def _events(env, ws):
     project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
-    state = ledger.verify_all(project, REDUCER).state
+    state = reading.verify_all(project, REDUCER).state
     with open(project.ledger, "rb") as fh:
         return [json.loads(line) for line in fh.read().splitlines()], state
 
@@ -78,7 +78,7 @@ def test_the_planner_refuses_more_than_twelve_initial_claims_outside_a_typed_pro
         mutate(project, REDUCER, request_id="r-13", operation="test", params={}, deadline=time.monotonic() + 10,
                plan=lambda state: plan(state, count=13))
     assert info.value.code == ErrorCode.TOO_MANY_INITIAL_CLAIMS and "at most 12" in info.value.message
-    assert not os.path.exists(project.ledger) or not ledger.verify_all(project, REDUCER).state["tasks"]
+    assert not os.path.exists(project.ledger) or not reading.verify_all(project, REDUCER).state["tasks"]
     mutate(project, REDUCER, request_id="r-12", operation="test", params={}, deadline=time.monotonic() + 10,
            plan=lambda state: plan(state, count=12))
     mutation = mutate(project, REDUCER, request_id="r-13s", operation="test", params={},
@@ -92,7 +92,7 @@ def test_an_mcp_start_with_more_than_twelve_claims_fails_and_records_nothing(ser
                          workspace=ws, thread=SESSION)
     assert not failed["ok"] and failed["error"]["code"] == "TOO_MANY_INITIAL_CLAIMS"
     project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
-    assert not os.path.exists(project.ledger) or not ledger.verify_all(project, REDUCER).state["tasks"]
+    assert not os.path.exists(project.ledger) or not reading.verify_all(project, REDUCER).state["tasks"]
     ok = server.call("intent_start_task", {"initial_claims": [f"claim {n}" for n in range(12)]},
                      workspace=ws, thread=SESSION)
     assert ok["ok"] and len(ok["result"]["proposal_ids"]) == 12

@@ -9,7 +9,7 @@ from test_hostile_files import _cli
 from test_streaming_and_upkeep import _edit_task_shard
 
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import ledger
+from intent_loop.storage import reading
 
 env = test_hooks.env
 ws = test_hooks.ws
@@ -19,7 +19,7 @@ def _goal(env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it\nintent: must keep the api", turn="t-1"),
          env)
     project = project_of(env, ws)
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     task = state["last_change"]["task_id"]
     return project, task, state
 
@@ -40,7 +40,7 @@ def test_verify_names_a_cache_that_differs_from_the_ledger_and_rebuilds_it(env, 
     assert result["events"] > 0  # the ledger itself verified
     proc, _t = _cli(env, ws, "verify")  # rebuilt: the next verify finds them equal
     assert proc.returncode == 0 and "ledger OK" in proc.stdout and "CACHE" not in proc.stdout
-    assert ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] == "active"
+    assert reading.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] == "active"
 
 
 def test_verify_text_names_the_cache_difference(env, ws):

@@ -11,8 +11,8 @@ import pytest
 from helpers import mcp_client
 from helpers.mcp_client import MCP_BINARY, REPO, run_hook
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
 
 CLI_BINARY = os.path.join(REPO, "dist", "intent-loop")
 pytestmark = pytest.mark.skipif(not all(os.access(b, os.X_OK) for b in (CLI_BINARY, MCP_BINARY)),
@@ -41,7 +41,7 @@ def typed(env, ws, prompt, *, session=SESSION, turn="turn-0"):
 
 
 def state_of(env, ws):
-    return ledger.verify_all(paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws), REDUCER).state
+    return reading.verify_all(paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws), REDUCER).state
 
 
 def hostile_graph(ws):

@@ -1,7 +1,7 @@
 """The launcher of every binary: launch/launcher.sh with the Python of launch/fast_path.py and
 launch/launcher.py embedded by build.py.
 
-The shell finds the common data roots itself, duplicating storage/data_root.py for speed: whenever
+The shell finds the common data roots itself, duplicating base/data_root.py for speed: whenever
 it settles on a root, it must be the directory find_data_root names; when it cannot tell
 (PLUGIN_DATA, a plugin-cache path, relative values), it must leave the choice to the Python
 launcher instead of guessing. The generated code is checked as built (read back from dist/), not
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from intent_loop.base.data_root import find_data_root
 from intent_loop.launch import fast_path, launcher
 from intent_loop.launch.binaries import BINARIES
-from intent_loop.storage.data_root import find_data_root
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"

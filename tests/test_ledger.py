@@ -11,8 +11,9 @@ import uuid
 import pytest
 
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import checkpoint, ledger, sealing, transaction
+from intent_loop.storage import ledger, reading, sealing, transaction
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage.cache import checkpoint
 from tests.helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
 from tests.helpers.files import all_paths, files_containing, ledger_lines, read_bytes
 
@@ -131,7 +132,7 @@ def test_frozen_v1_fixture_reads_and_stays_a_byte_identical_prefix(data_root):
     with open(project.ledger, "wb") as fh:
         fh.write(FIXTURE_V1)
 
-    state = ledger.load_verified(project, CountingReducer()).state
+    state = reading.load_verified(project, CountingReducer()).state
     mutation = append_value(project, CountingReducer(), "fixture-0", request_id="fixture-0")
     replay, replayed = mutation.events, mutation.replayed
     append_value(project, CountingReducer(), "after", request_id="after-fixture")
@@ -139,7 +140,7 @@ def test_frozen_v1_fixture_reads_and_stays_a_byte_identical_prefix(data_root):
     assert state == {"count": 2, "values": ["fixture-0", 'Zürich "q" \n']}
     assert replayed and replay[0]["event_id"] == "0b7e3f4a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
     assert read_bytes(project.ledger).startswith(FIXTURE_V1)
-    assert ledger.verify_all(project, CountingReducer()).count == 3
+    assert reading.verify_all(project, CountingReducer()).count == 3
 
 
 # -- verification stops at the first bad line, with its code and number --------------------------
@@ -223,8 +224,8 @@ def test_verification_reports_code_and_line(project, tamper, code, line):
     _drop_cache(project)
     before = read_bytes(project.ledger)
 
-    assert _code_and_line(lambda: ledger.verify_all(project, CountingReducer())) == (code, line)
-    assert _code_and_line(lambda: ledger.load_verified(project, CountingReducer())) == (code, line)
+    assert _code_and_line(lambda: reading.verify_all(project, CountingReducer())) == (code, line)
+    assert _code_and_line(lambda: reading.load_verified(project, CountingReducer())) == (code, line)
     assert _code_and_line(lambda: append_value(project, CountingReducer(), "new", request_id="new")) == (code, line)
     assert read_bytes(project.ledger) == before
 
@@ -237,23 +238,23 @@ def test_verification_of_unrepresentable_values_is_malformed_with_line(project, 
     lines[2] = lines[2].replace(b'"value":"v2"', b'"value":' + bad_value)
     _write_lines(project, lines)
 
-    code, line = _code_and_line(lambda: ledger.verify_all(project, CountingReducer()))
+    code, line = _code_and_line(lambda: reading.verify_all(project, CountingReducer()))
 
     assert (code, line) == (ErrorCode.LEDGER_MALFORMED, 3)
 
 
 def test_full_verification_ignores_the_cache(project):
     _fill(project, 5)
-    ledger.load_verified(project, CountingReducer())
+    reading.load_verified(project, CountingReducer())
     lines = ledger_lines(project.ledger)
     _tamper_byte(lines)
     _write_lines(project, lines)
 
-    assert _code_and_line(lambda: ledger.verify_all(project, CountingReducer())) == (ErrorCode.LEDGER_HASH_MISMATCH, 3)
+    assert _code_and_line(lambda: reading.verify_all(project, CountingReducer())) == (ErrorCode.LEDGER_HASH_MISMATCH, 3)
 
 
 def test_verify_all_on_missing_project_is_empty(project):
-    assert ledger.verify_all(project, CountingReducer()).count == 0
+    assert reading.verify_all(project, CountingReducer()).count == 0
     assert not os.path.exists(project.data_root)
 
 
@@ -310,19 +311,19 @@ CORRUPTIONS = {
 @pytest.mark.parametrize("corrupt", list(CORRUPTIONS.values()), ids=list(CORRUPTIONS))
 def test_deleting_or_corrupting_the_cache_never_changes_a_result(project, corrupt):
     _fill(project, 6)
-    truth = _result(ledger.verify_all(project, CountingReducer()))
-    assert _result(ledger.load_verified(project, CountingReducer())) == truth
+    truth = _result(reading.verify_all(project, CountingReducer()))
+    assert _result(reading.load_verified(project, CountingReducer())) == truth
 
     corrupt(project)
-    read_back = _result(ledger.load_verified(project, CountingReducer()))
+    read_back = _result(reading.load_verified(project, CountingReducer()))
     if os.path.isfile(_state_file(project)):  # the read rebuilt it: damage it again for the writer
         corrupt(project)
     append_value(project, CountingReducer(), "after", request_id="after-corruption")
 
     assert read_back == truth
-    truth_after = _result(ledger.verify_all(project, CountingReducer()))
-    assert _result(ledger.load_verified(project, CountingReducer())) == truth_after
-    assert ledger.load_verified(project, CountingReducer()).state["values"][-1] == "after"
+    truth_after = _result(reading.verify_all(project, CountingReducer()))
+    assert _result(reading.load_verified(project, CountingReducer())) == truth_after
+    assert reading.load_verified(project, CountingReducer()).state["values"][-1] == "after"
 
 
 LIES = {
@@ -337,23 +338,23 @@ LIES = {
 def test_cache_edited_to_lie_is_detected_or_ignored(project, lie, path):
     """An edit that keeps the ledger identity must still not change what a caller sees."""
     _fill(project, 6)
-    ledger.load_verified(project, CountingReducer())
+    reading.load_verified(project, CountingReducer())
     _edit_cache(project, lie)
     if path == "after-mutation":
         append_value(project, CountingReducer(), "after", request_id="after-lie")
-    truth = _result(ledger.verify_all(project, CountingReducer()))
+    truth = _result(reading.verify_all(project, CountingReducer()))
 
-    assert _result(ledger.load_verified(project, CountingReducer())) == truth
+    assert _result(reading.load_verified(project, CountingReducer())) == truth
 
 
 def test_cache_is_rebuilt_after_deletion(project):
     _fill(project, 3)
     _drop_cache(project)
-    ledger.load_verified(project, CountingReducer())
+    reading.load_verified(project, CountingReducer())
 
     assert not os.path.exists(project.cache_dir)  # reads never create directories
     paths_mod.ensure_project_layout(project)
-    ledger.load_verified(project, CountingReducer())
+    reading.load_verified(project, CountingReducer())
 
     assert os.path.isfile(_state_file(project))
 
@@ -363,7 +364,7 @@ def test_cache_is_rebuilt_after_deletion(project):
 def _checkpoint_then_append(project, *, before, after):
     """`before` events, a saved checkpoint, `after` more events, then the old checkpoint restored."""
     _fill(project, before, prefix="a")
-    ledger.load_verified(project, CountingReducer())
+    reading.load_verified(project, CountingReducer())
     old_checkpoint = read_bytes(_state_file(project))
     _fill(project, after, prefix="b")
     _write_cache(project, old_checkpoint)
@@ -373,10 +374,10 @@ def test_reader_verifies_only_the_suffix_after_the_checkpoint(project):
     _checkpoint_then_append(project, before=7, after=3)
     counting = CountingReducer()
 
-    verified = ledger.load_verified(project, counting)
+    verified = reading.load_verified(project, counting)
 
     assert counting.applied == 3
-    assert _result(verified) == _result(ledger.verify_all(project, CountingReducer()))
+    assert _result(verified) == _result(reading.verify_all(project, CountingReducer()))
 
 
 def test_writer_verifies_only_the_suffix_after_the_checkpoint(project):
@@ -386,7 +387,7 @@ def test_writer_verifies_only_the_suffix_after_the_checkpoint(project):
     append_value(project, counting, "new", request_id="new")
 
     assert counting.applied == 3 + 1  # the suffix, then the new event
-    assert ledger.load_verified(project, CountingReducer()).state["count"] == 11
+    assert reading.load_verified(project, CountingReducer()).state["count"] == 11
 
 
 def _mutate_resuming(project, reducer, value, resume):
@@ -397,7 +398,7 @@ def _mutate_resuming(project, reducer, value, resume):
 
 def test_a_transaction_resumes_a_lock_free_read_and_folds_what_others_appended_since(project):
     _fill(project, 5)
-    read = ledger.load_verified(project, CountingReducer())
+    read = reading.load_verified(project, CountingReducer())
     _fill(project, 2, prefix="other")  # another process wrote after our lock-free read
     counting = CountingReducer()
 
@@ -405,12 +406,12 @@ def test_a_transaction_resumes_a_lock_free_read_and_folds_what_others_appended_s
 
     assert counting.applied == 2 + 1  # only the two foreign lines, then ours: no cache parse, no replay
     assert read.state["count"] == 8 and read.state["values"][-1] == "mine"
-    assert _result(read) == _result(ledger.verify_all(project, CountingReducer()))
+    assert _result(read) == _result(reading.verify_all(project, CountingReducer()))
 
 
 def test_a_resumed_read_that_no_longer_matches_the_bytes_is_dropped_for_a_full_replay(project):
     _fill(project, 4)
-    read = ledger.load_verified(project, CountingReducer())
+    read = reading.load_verified(project, CountingReducer())
     read.state["values"].append("a lie the bytes do not support")
     read.last_hash = "0" * 64  # the checkpoint's last line no longer hashes to it
     counting = CountingReducer()
@@ -418,18 +419,18 @@ def test_a_resumed_read_that_no_longer_matches_the_bytes_is_dropped_for_a_full_r
     _mutate_resuming(project, counting, "mine", read)
 
     assert counting.applied == 4 + 1
-    truth = ledger.verify_all(project, CountingReducer())
+    truth = reading.verify_all(project, CountingReducer())
     assert truth.state["count"] == 5 and "a lie the bytes do not support" not in truth.state["values"]
-    assert _result(ledger.load_verified(project, CountingReducer())) == _result(truth)
+    assert _result(reading.load_verified(project, CountingReducer())) == _result(truth)
 
 
 def test_current_cache_means_no_replay_and_deleted_cache_means_full_replay(project):
     _fill(project, 9)
     warm, cold = CountingReducer(), CountingReducer()
 
-    ledger.load_verified(project, warm)
+    reading.load_verified(project, warm)
     _drop_cache(project)
-    ledger.load_verified(project, cold)
+    reading.load_verified(project, cold)
 
     assert (warm.applied, cold.applied) == (0, 9)
 
@@ -459,7 +460,7 @@ def test_retry_of_an_older_request_after_later_ones_still_replays(project):
     again, replayed = mutation.events, mutation.replayed
 
     assert replayed and again == first
-    assert ledger.verify_all(project, CountingReducer()).count == 6
+    assert reading.verify_all(project, CountingReducer()).count == 6
 
 
 def test_parameter_key_order_does_not_change_the_fingerprint(project):
@@ -508,7 +509,7 @@ def test_retry_replays_even_when_a_payload_mentions_the_request_id(project):
     again, replayed = mutation.events, mutation.replayed
 
     assert replayed and again == first
-    assert ledger.verify_all(project, CountingReducer()).count == 2
+    assert reading.verify_all(project, CountingReducer()).count == 2
 
 
 @pytest.mark.parametrize(
@@ -563,7 +564,7 @@ def test_torn_tail_is_ignored_by_reads_and_quarantined_by_digest_only(project, k
         fh.write(tail)
     clean = read_bytes(project.ledger)[: -len(tail)]
 
-    read_state = ledger.load_verified(project, CountingReducer()).state
+    read_state = reading.load_verified(project, CountingReducer()).state
     after_read = read_bytes(project.ledger)
     assert os.listdir(project.quarantine_dir) == []
     mutation = append_value(project, CountingReducer(), "next", request_id="next")
@@ -579,7 +580,7 @@ def test_torn_tail_is_ignored_by_reads_and_quarantined_by_digest_only(project, k
     assert TORN_MARKER not in record_bytes and tail not in record_bytes
     assert files_containing(project.data_root, TORN_MARKER) == []
     assert read_bytes(project.ledger) == clean + _line(events[0]) + b"\n"
-    assert ledger.verify_all(project, CountingReducer()).count == 4
+    assert reading.verify_all(project, CountingReducer()).count == 4
 
 
 def _next_event(project, *, request_id, value, count=None):
@@ -595,13 +596,13 @@ def test_a_last_line_without_its_lf_is_projected_and_the_next_append_writes_the_
         fh.write(_line(_next_event(project, request_id="hand-edited", value="kept")))  # no LF
     before = read_bytes(project.ledger)
 
-    assert ledger.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1", "kept"]
-    assert ledger.load_verified(project, CountingReducer()).count == 3  # the cached checkpoint agrees
+    assert reading.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1", "kept"]
+    assert reading.load_verified(project, CountingReducer()).count == 3  # the cached checkpoint agrees
     mutation = append_value(project, CountingReducer(), "next", request_id="next")
 
     assert read_bytes(project.ledger) == before + b"\n" + _line(mutation.events[0]) + b"\n"
     assert os.listdir(project.quarantine_dir) == []
-    assert ledger.verify_all(project, CountingReducer()).state["values"] == ["v0", "v1", "kept", "next"]
+    assert reading.verify_all(project, CountingReducer()).state["values"] == ["v0", "v1", "kept", "next"]
     with pytest.raises(IntentLoopError) as info:  # found under its id: the line was indexed like any other
         append_value(project, CountingReducer(), "kept", request_id="hand-edited")
     assert info.value.code == ErrorCode.REQUEST_ID_REUSED  # (the hand-made line has no fingerprint)
@@ -615,14 +616,14 @@ def test_complete_lines_of_an_unfinished_request_are_not_projected_until_cut(pro
     with open(project.ledger, "ab") as fh:
         fh.write(_line(first) + b"\n" + _line(second) + b"\n")
 
-    read = ledger.load_verified(project, CountingReducer())
+    read = reading.load_verified(project, CountingReducer())
     assert read.state["values"] == ["v0"] and read.count == 1 and read.torn_tail > 0
     append_value(project, CountingReducer(), "after", request_id="after")
 
     (record_name,) = os.listdir(project.quarantine_dir)
     record = json.loads(read_bytes(os.path.join(project.quarantine_dir, record_name)))
     assert record["kind"] == "incomplete_request"
-    assert ledger.verify_all(project, CountingReducer()).state["values"] == ["v0", "after"]
+    assert reading.verify_all(project, CountingReducer()).state["values"] == ["v0", "after"]
 
 
 def test_an_unfinished_request_followed_by_another_request_is_damage(project):
@@ -634,7 +635,7 @@ def test_an_unfinished_request_followed_by_another_request_is_damage(project):
         fh.write(_line(first) + b"\n" + _line(_reseal(other)) + b"\n")
 
     with pytest.raises(IntentLoopError) as info:
-        ledger.verify_all(project, CountingReducer())
+        reading.verify_all(project, CountingReducer())
     assert info.value.code == ErrorCode.LEDGER_MALFORMED and info.value.line == 3
 
 
@@ -650,10 +651,10 @@ def test_torn_tail_on_an_otherwise_empty_ledger(project):
     with open(project.ledger, "wb") as fh:
         fh.write(b'{"actor":"us')
 
-    assert ledger.load_verified(project, CountingReducer()).count == 0
+    assert reading.load_verified(project, CountingReducer()).count == 0
     append_value(project, CountingReducer(), "first", request_id="first")
 
-    assert ledger.verify_all(project, CountingReducer()).count == 1
+    assert reading.verify_all(project, CountingReducer()).count == 1
     assert len(os.listdir(project.quarantine_dir)) == 1
 
 
@@ -666,7 +667,7 @@ def test_directories_are_0700_and_files_0600_whatever_the_umask(project):
         with open(project.ledger, "ab") as fh:
             fh.write(b'{"partial')
         _fill(project, 1, prefix="after-torn")
-        ledger.load_verified(project, CountingReducer())
+        reading.load_verified(project, CountingReducer())
     finally:
         os.umask(previous)
 
@@ -679,7 +680,7 @@ def test_directories_are_0700_and_files_0600_whatever_the_umask(project):
 
 
 def test_reads_create_nothing_without_a_project(project):
-    verified = ledger.load_verified(project, CountingReducer())
+    verified = reading.load_verified(project, CountingReducer())
 
     assert verified.count == 0 and verified.state == CountingReducer().initial()
     assert not os.path.exists(project.data_root)
@@ -690,8 +691,8 @@ def test_reads_create_no_lock_and_no_directories(project):
     _drop_cache(project)
     before = sorted(os.listdir(project.dir))
 
-    ledger.load_verified(project, CountingReducer())
-    ledger.verify_all(project, CountingReducer())
+    reading.load_verified(project, CountingReducer())
+    reading.verify_all(project, CountingReducer())
 
     assert sorted(os.listdir(project.dir)) == before
 
@@ -711,7 +712,7 @@ def test_transaction_holds_the_lock_and_appends_several_drafts(project):
     assert found == events and len(events) == 2
     assert state_inside["count"] == 4
     assert not os.path.exists(project.lock_dir)
-    assert ledger.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1", "tx", "tx2"]
+    assert reading.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1", "tx", "tx2"]
 
 
 def test_after_commit_runs_while_the_lock_is_held(project):
@@ -787,7 +788,7 @@ def test_empty_plan_appends_nothing(project):
     events, replayed = mutation.events, mutation.replayed
 
     assert (events, replayed) == ([], False)
-    assert ledger.verify_all(project, CountingReducer()).count == 0
+    assert reading.verify_all(project, CountingReducer()).count == 0
 
 
 def test_deadline_already_passed_writes_nothing(project):
@@ -818,5 +819,5 @@ def test_replace_ledger_verifies_the_new_bytes_first(project):
         tx.replace_ledger(lines[0] + b"\n" + lines[1] + b"\n", expect_count=2)
 
     assert unchanged == before
-    assert ledger.verify_all(project, CountingReducer()).count == 2
-    assert ledger.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1"]
+    assert reading.verify_all(project, CountingReducer()).count == 2
+    assert reading.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1"]

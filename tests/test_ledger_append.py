@@ -7,10 +7,11 @@ import time
 
 import pytest
 
+from intent_loop.base import fast_os as lib_os
+from intent_loop.base import platform
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import append as append_mod
-from intent_loop.storage import fast_os as lib_os
-from intent_loop.storage import ledger, platform
+from intent_loop.storage import reading
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes
 from tests.helpers.procs import Worker, worker_args
@@ -102,7 +103,7 @@ def test_a_failed_write_is_cut_back_and_the_ledger_is_byte_identical(project, mo
     assert info.value.code == ErrorCode.WRITE_FAILED and "nothing was changed" in info.value.message
     assert read_bytes(project.ledger) == before
     assert not append_value(project, CountingReducer(), "doomed", request_id="doomed", events=3).replayed
-    assert ledger.verify_all(project, CountingReducer()).count == 6
+    assert reading.verify_all(project, CountingReducer()).count == 6
 
 
 @pytest.mark.parametrize("err", [errno.EIO, errno.ENOSPC], ids=["EIO", "ENOSPC"])
@@ -118,7 +119,7 @@ def test_a_failed_sync_is_durability_uncertain_and_the_retry_returns_the_events(
     stored = [json.loads(line) for line in read_bytes(project.ledger).splitlines()[3:]]
     retry = append_value(project, CountingReducer(), "maybe", request_id="maybe", events=2)
     assert retry.replayed and retry.events == stored
-    assert ledger.verify_all(project, CountingReducer()).count == 5
+    assert reading.verify_all(project, CountingReducer()).count == 5
 
 
 def test_a_partial_write_that_cannot_be_cut_is_quarantined_by_the_next_change(project, monkeypatch):
@@ -132,9 +133,9 @@ def test_a_partial_write_that_cannot_be_cut_is_quarantined_by_the_next_change(pr
 
     assert info.value.code == ErrorCode.WRITE_FAILED and "next change" in info.value.message
     assert read_bytes(project.ledger) != before  # one line of three is left behind ...
-    assert ledger.load_verified(project, CountingReducer()).count == 3  # ... and never projected
+    assert reading.load_verified(project, CountingReducer()).count == 3  # ... and never projected
     append_value(project, CountingReducer(), "after", request_id="after")
-    assert ledger.verify_all(project, CountingReducer()).state["values"] == ["v0", "v1", "v2", "after"]
+    assert reading.verify_all(project, CountingReducer()).state["values"] == ["v0", "v1", "v2", "after"]
     (record,) = os.listdir(project.quarantine_dir)
     assert json.loads(read_bytes(os.path.join(project.quarantine_dir, record)))["kind"] == "incomplete_request"
 
@@ -219,14 +220,14 @@ def test_writers_killed_between_the_lines_of_their_requests_lose_nothing_acknowl
         with Worker(args, env_extra={"IL_TEST_SLOW_APPEND": "0.004"}) as worker:
             worker.wait_for("ready", timeout=20)
             time.sleep(rng.uniform(0, 0.05))
-            during = ledger.load_verified(project, CountingReducer(), write_cache=False)
+            during = reading.load_verified(project, CountingReducer(), write_cache=False)
             assert during.count % 3 == 0 and len(during.state["values"]) == during.count
             worker.kill()
             worker.finish(timeout=20)
             promised.update(worker.reported())
         mutation = append_value(project, CountingReducer(), f"after-{trial}", request_id=f"after-{trial}", events=3)
         promised.add(mutation.events[0]["event_id"])
-        verified = ledger.verify_all(project, CountingReducer())
+        verified = reading.verify_all(project, CountingReducer())
         assert verified.torn_tail == 0 and verified.count % 3 == 0
         on_disk = {json.loads(line)["event_id"] for line in read_bytes(project.ledger).splitlines()}
         assert promised <= on_disk

@@ -6,10 +6,11 @@ import time
 
 import pytest
 
+from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import checkpoint, ledger
-from intent_loop.storage import fast_os as lib_os
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
+from intent_loop.storage.cache import checkpoint
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes, tree_bytes
 
@@ -23,7 +24,7 @@ def _refused(project, *, codes=(ErrorCode.UNSAFE_PATH,)):
 
 def _read_refused(project):
     with pytest.raises(IntentLoopError) as read_info:  # the read path refuses too
-        ledger.load_verified(project, CountingReducer())
+        reading.load_verified(project, CountingReducer())
     assert read_info.value.code == ErrorCode.UNSAFE_PATH
 
 
@@ -118,7 +119,7 @@ def test_project_subdirectory_symlinked_outside_is_refused_by_writers(seeded, ou
     before = tree_bytes(outside)
 
     _refused(seeded)
-    ledger.load_verified(seeded, CountingReducer())
+    reading.load_verified(seeded, CountingReducer())
 
     assert tree_bytes(outside) == before
 
@@ -129,12 +130,12 @@ def test_cache_state_file_symlinked_outside_is_never_followed(seeded, outside):
     os.symlink(outside / "precious.txt", state)
     before = tree_bytes(outside)
 
-    count = ledger.load_verified(seeded, CountingReducer()).count
+    count = reading.load_verified(seeded, CountingReducer()).count
     append_value(seeded, CountingReducer(), "three", request_id="three")
 
     assert count == 2
     assert tree_bytes(outside) == before
-    assert ledger.load_verified(seeded, CountingReducer()).count == 3
+    assert reading.load_verified(seeded, CountingReducer()).count == 3
 
 
 def test_lock_directory_replaced_by_a_symlink_is_refused(seeded, outside):
@@ -161,7 +162,7 @@ def test_owner_record_symlinked_outside_is_never_followed(seeded, outside):
     append_value(seeded, CountingReducer(), "three", request_id="three")
 
     assert tree_bytes(outside) == before
-    assert ledger.verify_all(seeded, CountingReducer()).count == 3
+    assert reading.verify_all(seeded, CountingReducer()).count == 3
 
 
 @pytest.mark.parametrize("suffix", [".reclaimed", ".released", ".tmp"])

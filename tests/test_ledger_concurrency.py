@@ -2,7 +2,7 @@
 import contextlib
 import os
 
-from intent_loop.storage import ledger
+from intent_loop.storage import reading
 from tests.helpers.counting import CountingReducer
 from tests.helpers.files import residue
 from tests.helpers.procs import Worker, worker_args
@@ -62,13 +62,13 @@ def test_32_processes_append_10_each_exactly_once(project):
     failures = [(code, lines) for code, lines in outcomes if code != 0]
     assert failures == []
     reported = [line.split()[1] for _code, lines in outcomes for line in lines if line.startswith("ok ")]
-    verified = ledger.verify_all(project, CountingReducer())
+    verified = reading.verify_all(project, CountingReducer())
     expected_values = {f"w{i:02d}-{n}" for i in range(WRITERS) for n in range(APPENDS_EACH)}
 
     assert len(reported) == len(set(reported)) == WRITERS * APPENDS_EACH
     assert verified.count == WRITERS * APPENDS_EACH
     assert set(verified.state["values"]) == expected_values
-    assert ledger.load_verified(project, CountingReducer()).state == verified.state
+    assert reading.load_verified(project, CountingReducer()).state == verified.state
     assert residue(project.data_root) == []
 
 
@@ -87,6 +87,6 @@ def test_same_request_id_from_several_processes_at_once_records_one_event(projec
         assert len(ids) == 1
         assert replayed == ["0", "1", "1", "1"]
 
-    verified = ledger.verify_all(project, CountingReducer())
+    verified = reading.verify_all(project, CountingReducer())
     assert verified.state["values"] == ["shared-0", "shared-1", "shared-2"]
     assert residue(project.data_root) == []

@@ -8,10 +8,12 @@ import time
 
 import pytest
 
+from intent_loop.base import fast_os as lib_os
+from intent_loop.base import platform
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import checkpoint, ledger, platform
-from intent_loop.storage import fast_os as lib_os
 from intent_loop.storage import lock as lock_mod
+from intent_loop.storage import reading
+from intent_loop.storage.cache import checkpoint
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import all_paths, files_containing, open_fd_count, read_bytes, residue
 from tests.helpers.procs import Worker, worker_args
@@ -123,10 +125,10 @@ def test_failure_before_the_rename_is_write_failed_and_changes_nothing(project, 
     assert info.value.code == ErrorCode.WRITE_FAILED
     assert (read_bytes(project.ledger) if os.path.exists(project.ledger) else None) == before
     assert _temp_litter(project.data_root) == [] and residue(project.data_root) == []
-    assert ledger.load_verified(project, CountingReducer()).count == history
+    assert reading.load_verified(project, CountingReducer()).count == history
     mutation = append_value(project, CountingReducer(), "doomed", request_id="doomed")
     replayed = mutation.replayed
-    assert not replayed and ledger.verify_all(project, CountingReducer()).count == history + 1
+    assert not replayed and reading.verify_all(project, CountingReducer()).count == history + 1
 
 
 @pytest.mark.parametrize("err", [errno.EIO, errno.ENOSPC], ids=["EIO", "ENOSPC"])
@@ -140,8 +142,8 @@ def test_directory_sync_failure_is_durability_uncertain_and_the_retry_returns_th
 
     assert faults.triggered
     assert info.value.code == ErrorCode.DURABILITY_UNCERTAIN
-    assert ledger.verify_all(project, CountingReducer()).state["values"] == ["maybe", "maybe"]
-    assert ledger.load_verified(project, CountingReducer()).count == 2
+    assert reading.verify_all(project, CountingReducer()).state["values"] == ["maybe", "maybe"]
+    assert reading.load_verified(project, CountingReducer()).count == 2
     assert _temp_litter(project.data_root) == [] and residue(project.data_root) == []
     stored = [json.loads(line) for line in read_bytes(project.ledger).splitlines()]
     mutation = append_value(project, CountingReducer(), "maybe", request_id="maybe", events=2)
@@ -184,7 +186,7 @@ def test_cache_write_failure_never_fails_a_mutation(project, monkeypatch):
         events, replayed = mutation.events, mutation.replayed
 
     assert not replayed and len(events) == 1
-    assert ledger.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1"]
+    assert reading.load_verified(project, CountingReducer()).state["values"] == ["v0", "v1"]
     assert _temp_litter(project.data_root) == []
 
 
@@ -209,7 +211,7 @@ def test_quarantine_failure_leaves_the_torn_ledger_byte_identical(project, monke
     assert read_bytes(project.ledger) == before
     assert _temp_litter(project.data_root) == []
     append_value(project, CountingReducer(), "v1", request_id="v-1")
-    assert ledger.verify_all(project, CountingReducer()).count == 2
+    assert reading.verify_all(project, CountingReducer()).count == 2
 
 
 # -- orphans left by killed writers ------------------------------------------------------------------
@@ -268,7 +270,7 @@ def _lock_residue(project):
 
 
 def _check_ledger_after_crash(project, promised_ids, torn_tails):
-    verified = ledger.verify_all(project, CountingReducer())
+    verified = reading.verify_all(project, CountingReducer())
     on_disk = {json.loads(line)["event_id"] for line in read_bytes(project.ledger).splitlines()}
     assert verified.torn_tail == 0
     assert promised_ids <= on_disk, f"lost acknowledged events: {sorted(promised_ids - on_disk)[:5]}"
@@ -362,7 +364,7 @@ def test_writer_killed_at_a_chosen_step(project, step, repeat):
     assert frozen_view in (before, cut) or step in ("replaced", "appended-partly", "appended", "releasing")
     assert frozen_view == before or torn_tails or step in ("replaced", "appended-partly", "appended", "releasing")
     if step == "appended-partly":  # one line of a three-event request: never projected
-        assert ledger.load_verified(project, CountingReducer()).count == before.count(b"\n")
+        assert reading.load_verified(project, CountingReducer()).count == before.count(b"\n")
     promised.add(_next_writer_succeeds(project, "after"))
     _check_ledger_after_crash(project, promised, torn_tails)
     assert _temp_litter(project.dir) == []

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os as lib_os
 from intent_loop.storage import lock as lock_mod
 from intent_loop.storage import paths as paths_mod
 from tests.helpers.files import open_fd_count, residue
@@ -62,7 +62,7 @@ def _write_owner_dir(project, record, *, age=0.0):
 
 
 def _start_time_of_self():
-    from intent_loop.storage import platform
+    from intent_loop.base import platform
 
     return platform.process_start_time(os.getpid())
 

@@ -11,8 +11,8 @@ from helpers import mcp_client
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
 from intent_loop.intent.state import REDUCER
 from intent_loop.mcp.tool_table import TOOL_NAMES
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
 
 pytestmark = pytest.mark.skipif(not os.access(MCP_BINARY, os.X_OK),
                                 reason="dist/intent-loop-mcp is missing; run `python3 build.py` first")
@@ -131,7 +131,7 @@ def test_sigterm_in_the_middle_of_writes_leaves_a_ledger_that_verifies(env, ws, 
         os.killpg(server.proc.pid, signal.SIGTERM)
         assert server.wait() == 0
     project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
-    verified = ledger.verify_all(project, REDUCER)
+    verified = reading.verify_all(project, REDUCER)
     assert verified.count >= 2
     assert not os.path.exists(project.lock_dir) or not os.listdir(project.lock_dir)
 

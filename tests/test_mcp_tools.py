@@ -10,8 +10,8 @@ from helpers import mcp_client
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
 
 pytestmark = pytest.mark.skipif(not os.access(MCP_BINARY, os.X_OK),
                                 reason="dist/intent-loop-mcp is missing; run `python3 build.py` first")
@@ -29,7 +29,7 @@ def typed(env, ws, prompt, *, session=SESSION, turn="turn-0"):
 
 def events(env, ws):
     project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
-    return ledger.verify_all(project, REDUCER), project
+    return reading.verify_all(project, REDUCER), project
 
 
 def state_of(env, ws):

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
+from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os as lib_os
 from intent_loop.storage import paths
 
 SUFFIX = os.path.join("plugin-data", "intent-loop", "v1")

@@ -8,8 +8,8 @@ from helpers.cli_runner import make_cli
 from intent_loop.intent import private_mode, prompt_commands
 from intent_loop.intent.state import REDUCER
 from intent_loop.ops import apply_commands
-from intent_loop.storage.ledger import load_verified
 from intent_loop.storage.paths import session_hash
+from intent_loop.storage.reading import load_verified
 
 S1, S2, S3 = (session_hash(f"private-{n}") for n in (1, 2, 3))
 

@@ -13,7 +13,7 @@ from intent_loop.guard import acceptance, contract_file, document, provider, pub
 from intent_loop.intent import prompt_commands, tasks
 from intent_loop.intent.state import ProjectReducer
 from intent_loop.ops import apply_commands
-from intent_loop.storage import ledger, transaction
+from intent_loop.storage import ledger, reading, transaction
 from intent_loop.storage.paths import session_hash
 
 REDUCER = ProjectReducer()
@@ -41,7 +41,7 @@ def run(project, workspace, prompt, *, publish=True, session=SESSION):
 
 
 def state_of(project):
-    return ledger.load_verified(project, REDUCER).state
+    return reading.load_verified(project, REDUCER).state
 
 
 def linked(project):
@@ -154,6 +154,7 @@ _REFRESH = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from intent_loop.storage import ledger
+from intent_loop.storage import reading
 from intent_loop.storage import paths
 from intent_loop.guard import provider
 from intent_loop.storage import transaction
@@ -208,7 +209,7 @@ def test_twenty_concurrent_refreshes_make_one_version(project, workspace):
     assert all(r[1] == 2 for r in results)
     assert [p["contract_version"] for p in publications(project)] == [1, 2]
     assert read_doc(workspace)["envelope"]["contract_version"] == 2
-    ledger.verify_all(project, REDUCER)
+    reading.verify_all(project, REDUCER)
 
 
 def test_deleted_cache_never_reuses_a_version(project, workspace):
@@ -276,7 +277,7 @@ def test_reader_never_sees_partial_or_older_document(project, workspace, tmp_pat
     assert result["missing"] == 0, result
     assert result["reads"] > 100
     assert read_doc(workspace)["envelope"]["contract_version"] == n + 1
-    ledger.verify_all(project, REDUCER)
+    reading.verify_all(project, REDUCER)
 
 
 # -- foreign files and withdrawal ----------------------------------------------------------------------

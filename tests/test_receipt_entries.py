@@ -11,7 +11,7 @@ from intent_loop.intent.claim_verbs import CLAIM_VERBS, MANAGE_VERBS
 from intent_loop.intent.state import REDUCER
 from intent_loop.ops import apply_commands, receipts
 from intent_loop.ops.receipts import CHANGES, OUTCOMES, Entry
-from intent_loop.storage import ledger
+from intent_loop.storage import reading
 from intent_loop.storage.ledger import Draft
 from intent_loop.storage.paths import session_hash
 from intent_loop.storage.transaction import mutate
@@ -32,7 +32,7 @@ def run(project, workspace, prompt, *, session=SESSION):
 
 
 def state_of(project):
-    return ledger.verify_all(project, REDUCER).state
+    return reading.verify_all(project, REDUCER).state
 
 
 def test_every_outcome_is_either_a_change_or_deliberately_not_one():

@@ -4,9 +4,9 @@ import time
 
 import pytest
 
+from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os as lib_os
-from intent_loop.storage import ledger, pending_work, request_index, transaction
+from intent_loop.storage import pending_work, reading, request_index, transaction
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes
 
@@ -119,7 +119,7 @@ def test_a_missing_or_untrusted_index_still_finds_retries_and_is_rebuilt_after_t
     finally:
         os.close(table.fd)
     assert append_value(project, CountingReducer(), "new", request_id="req-new").replayed
-    assert ledger.verify_all(project, CountingReducer()).count == 31
+    assert reading.verify_all(project, CountingReducer()).count == 31
 
 
 def test_the_scan_without_an_index_finds_a_request_split_across_read_chunks(project, monkeypatch):

@@ -8,7 +8,7 @@ from test_hooks import hook, project_of, prompt_payload, pytestmark  # noqa: F40
 
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import ledger
+from intent_loop.storage import reading
 
 env = test_hooks.env
 ws = test_hooks.ws
@@ -20,7 +20,7 @@ def test_a_durable_index_naming_a_claim_its_shard_lacks_neither_misreports_nor_s
     a claim_added and a contract_published v2 it had appended, and the Guard file stayed at v1."""
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal ship it\nintent: always use tabs", turn="t-1"), env)
     project = project_of(env, ws)
-    (claim_id, owner), = ledger.verify_all(project, REDUCER).state["durable"].items()
+    (claim_id, owner), = reading.verify_all(project, REDUCER).state["durable"].items()
     edit_shard(project, "t-" + owner, lambda d: d["claims"].pop(claim_id))
 
     out, _answer, _elapsed = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep the api", turn="t-2"), env)

@@ -16,8 +16,8 @@ from helpers.mcp_client import McpServer, codex_meta
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
+from intent_loop.storage import reading
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
@@ -113,7 +113,7 @@ def test_no_secret_byte_is_stored_or_shown_on_any_path(env, ws):
     assert os.path.relpath(project.ledger, env["INTENT_LOOP_DATA_DIR"]) in stored
     assert any("/cache/" in name for name in stored), sorted(stored)  # the cache is there to be searched
     assert leaks(before_import) == [] and leaks(stored) == [] and leaks(shown) == []
-    state = ledger.verify_all(project, REDUCER).state
+    state = reading.verify_all(project, REDUCER).state
     statements = [record["claim"]["statement"] for task in state["tasks"].values()
                   for record in task["claims"].values()]
     assert len(statements) >= 2 * len(ISSUE_14_LEAKS) and task_id in state["tasks"]
@@ -144,7 +144,7 @@ def test_a_prompt_retried_across_the_upgrade_is_recorded_once(env, ws, monkeypat
     monkeypatch.setattr(redact_module, "redact", released)
     settle(env["INTENT_LOOP_DATA_DIR"], ws)
     project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
-    first = ledger.verify_all(project, REDUCER)
+    first = reading.verify_all(project, REDUCER)
     claims_before = sum(len(task["claims"]) for task in first.state["tasks"].values())
     assert claims_before == 2
 
@@ -154,7 +154,7 @@ def test_a_prompt_retried_across_the_upgrade_is_recorded_once(env, ws, monkeypat
     assert retry.returncode == 0, retry.stderr
     settle(env["INTENT_LOOP_DATA_DIR"], ws)
     assert "already recorded" in json.loads(retry.stdout)["hookSpecificOutput"]["additionalContext"]
-    after = ledger.verify_all(project, REDUCER)
+    after = reading.verify_all(project, REDUCER)
     assert sum(len(task["claims"]) for task in after.state["tasks"].values()) == claims_before
     with open(project.ledger, "rb") as fh:
         assert len(fh.read().splitlines()) == first.count

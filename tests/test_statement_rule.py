@@ -92,9 +92,9 @@ def test_text_stored_before_the_rule_is_escaped_on_the_terminal(tmp_path):
     import json
     import time
 
+    from intent_loop.base.timestamps import format_utc
     from intent_loop.intent import tasks
     from intent_loop.intent.state import REDUCER
-    from intent_loop.storage.timestamps import format_utc
     from intent_loop.storage.transaction import mutate
 
     cli = make_cli(tmp_path)
@@ -188,10 +188,10 @@ def test_every_json_output_escapes_bidi_and_format_characters_stored_before_the_
     import json
     import time
 
+    from intent_loop.base.timestamps import format_utc
     from intent_loop.intent import tasks
     from intent_loop.intent.state import REDUCER
     from intent_loop.storage.ledger import Draft
-    from intent_loop.storage.timestamps import format_utc
     from intent_loop.storage.transaction import mutate
 
     cli = make_cli(tmp_path)

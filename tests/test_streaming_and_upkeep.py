@@ -13,7 +13,8 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.hook import handlers
 from intent_loop.hook.runtime import FAIL_OPEN, run_hook
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage import cache_upkeep, chain_marker, checkpoint, ledger
+from intent_loop.storage import reading
+from intent_loop.storage.cache import cache_upkeep, chain_marker, checkpoint
 from intent_loop.storage.paths import project_paths, session_hash
 from intent_loop.storage.transaction import Transaction
 
@@ -66,8 +67,11 @@ def test_timeline_json_keeps_its_document_shape_and_jsonl_prints_one_object_a_li
     assert out == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     rc, lines, _ = cli("timeline", "--jsonl")
     assert [json.loads(line) for line in lines.splitlines()] == doc["events"]
-    rc, none, _ = cli("timeline", "--all", "--json", "--type", "nothing")
+    rc, none, _ = cli("timeline", "--all", "--json", "--type", "contract_version_floor")  # a type with no events
     assert json.loads(none) == {"events": [], "project_id": project.project_id}
+    rc, out, _err = cli("timeline", "--all", "--json", "--type", "nothing")  # a typo is told, not matched by nothing
+    error = json.loads(out)["error"]
+    assert rc == 2 and error["code"] == "INVALID_ARGUMENT" and "claim_added" in error["message"]
     rc, out, _err = cli("timeline", "--json", "--jsonl")
     assert rc == 2 and json.loads(out)["error"]["code"] == "INVALID_ARGUMENT"
 
@@ -119,7 +123,7 @@ def test_read_only_commands_that_verify_leave_a_fresh_checkpoint(cli, argv):
     cli(*argv)
     cached = checkpoint.load(project, REDUCER)
     assert cached is not None and cached.verified.count == 7
-    assert cached.verified.state == ledger.verify_all(project, REDUCER).state
+    assert cached.verified.state == reading.verify_all(project, REDUCER).state
 
 
 # -- the self-healing cache ------------------------------------------------------------------------
@@ -128,9 +132,9 @@ def test_a_hook_read_with_too_much_unverified_ledger_fails_with_cache_rebuilding
     _drop_cache(project)
     size = os.path.getsize(project.ledger)
     with pytest.raises(IntentLoopError) as caught:
-        ledger.load_verified(project, REDUCER, max_unverified=size - 1)
+        reading.load_verified(project, REDUCER, max_unverified=size - 1)
     assert caught.value.code == ErrorCode.CACHE_REBUILDING
-    assert ledger.load_verified(project, REDUCER, max_unverified=size).count == 202
+    assert reading.load_verified(project, REDUCER, max_unverified=size).count == 202
 
 
 def _session_start(cli, session="sess-1"):
@@ -183,7 +187,7 @@ def test_one_rebuild_at_a_time_per_project(cli):
 
 def test_a_rebuild_continues_from_a_checkpoint_that_still_matches(cli, monkeypatch):
     project, task = _task_with(cli, 3)
-    assert ledger.load_verified(project, REDUCER).count == 5  # the checkpoint covers 5 lines
+    assert reading.load_verified(project, REDUCER).count == 5  # the checkpoint covers 5 lines
     append_observations(project, task_id=task, count=4, session_hash=session_hash("s"), start=3)
     seen = []
     real = cache_upkeep.fold_stream
@@ -218,7 +222,7 @@ def test_the_scrub_is_due_once_a_day(cli):
 def _edit_task_shard(project, task, change):
     """Hand-edit a task's cache shard and recompute its digest (what a tamperer would do). The
     cache holds no text (format 3), so what an edit can change is lifecycle, such as a claim's state."""
-    from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
+    from intent_loop.base.canonical import canonical_bytes, loads, sha256_hex
     from tests.helpers.cache_files import shard_file
 
     path = shard_file(project, "t-" + task)
@@ -232,18 +236,18 @@ def _edit_task_shard(project, task, change):
 
 def test_a_scrub_that_finds_the_cache_different_rebuilds_it_and_reports_cache_mismatch(cli):
     project, task = _task_with(cli, 2)
-    claim = next(iter(ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"]))
+    claim = next(iter(reading.load_verified(project, REDUCER).state["tasks"][task]["claims"]))
 
     def forge(data):
         data["claims"][claim][0] = "invalidated"  # [state, seq, ended_by, pointer]
 
     _edit_task_shard(project, task, forge)
-    assert ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] \
+    assert reading.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] \
         == "invalidated"  # lifecycle in the cache is believed until the scrub runs
     reports = []
     assert cache_upkeep.scrub(project, REDUCER, report=reports.append) == "rebuilt"
     assert [r.code for r in reports] == [ErrorCode.CACHE_MISMATCH]
-    record = ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]
+    record = reading.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]
     assert record["state"] == "active" and record["claim"]["statement"] == "ship the parser"
 
 
@@ -258,17 +262,17 @@ def _break_middle_line(project, index=2):
 
 def test_a_broken_chain_found_by_the_scrub_stops_reads_and_writes_until_recover(cli):
     project, _task = _task_with(cli, 6)
-    ledger.load_verified(project, REDUCER)
+    reading.load_verified(project, REDUCER)
     st = os.stat(project.ledger)
     _break_middle_line(project)
     os.utime(project.ledger, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert ledger.load_verified(project, REDUCER).count == 8  # the checkpoint hides the damage
+    assert reading.load_verified(project, REDUCER).count == 8  # the checkpoint hides the damage
     reports = []
     assert cache_upkeep.scrub(project, REDUCER, report=reports.append) == "broken"
     assert [(r.code, r.line) for r in reports] == [(ErrorCode.CHAIN_BROKEN_FOUND, 3)]
     assert not os.path.exists(_state_file(project)) and os.path.exists(chain_marker.marker_path(project))
     with pytest.raises(IntentLoopError) as caught:
-        ledger.load_verified(project, REDUCER)
+        reading.load_verified(project, REDUCER)
     assert caught.value.code == ErrorCode.CHAIN_BROKEN_FOUND and caught.value.line == 3
     rc, out, _ = cli("claim", "add", "must", "never", "land", "--json")
     assert rc == 1 and json.loads(out)["error"]["code"] == "CHAIN_BROKEN_FOUND"
@@ -276,22 +280,23 @@ def test_a_broken_chain_found_by_the_scrub_stops_reads_and_writes_until_recover(
     result = cli.json("recover", "--apply")
     assert result["applied"] and result["verified_lines"] == 2
     assert not os.path.exists(chain_marker.marker_path(project))
-    assert ledger.load_verified(project, REDUCER).count == 2
+    assert reading.load_verified(project, REDUCER).count == 2
 
 
 def test_the_after_answer_child_runs_the_scrub_and_doctor_shows_its_code(cli):
     from intent_loop.hook import deferred
+    from intent_loop.hook.runtime import log_failure
     project, task = _task_with(cli, 2)
 
     def forge(data):
         data["mode"] = "off"  # lifecycle: the only kind of edit format 2 believes until the scrub
 
     _edit_task_shard(project, task, forge)
-    deferred.upkeep(project, env=cli.env, event_name="Stop")
+    deferred.upkeep(project, report=lambda exc: log_failure(cli.env, "Stop", "scrub", exc))
     log = os.path.join(cli.env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl")
     records = [json.loads(line) for line in open(log)]
     assert [(r["where"], r["code"]) for r in records] == [("scrub", "CACHE_MISMATCH")]
-    deferred.upkeep(project, env=cli.env, event_name="Stop")  # not due again today
+    deferred.upkeep(project, report=lambda exc: log_failure(cli.env, "Stop", "scrub", exc))  # not due again today
     assert len(open(log).readlines()) == 1
     doctor = cli.json("doctor", expect=1)
     failures = next(c for c in doctor["checks"] if c["name"] == "hook_failures")
@@ -349,14 +354,14 @@ def test_at_100k_events_the_second_session_start_after_deleting_the_cache_inject
     _binary("UserPromptSubmit", dict(base, hook_event_name="UserPromptSubmit", turn_id="t1",
                                      prompt="intent: goal remember the login loop"), env)
     project = project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws))
-    task = ledger.load_verified(project, REDUCER).state["sessions"][session_hash("sess-1")]
+    task = reading.load_verified(project, REDUCER).state["sessions"][session_hash("sess-1")]
     append_observations(project, task_id=task, count=100_000, session_hash=session_hash("sess-1"))
     assert os.path.getsize(project.ledger) > 4 << 20
     _drop_cache(project)
     start = dict(base, hook_event_name="SessionStart", source="resume")
     assert _binary("SessionStart", start, env) == {"continue": True}  # fail-open: no verification in the hook
     cached = checkpoint.load(project, REDUCER)  # the after-answer child rebuilt it
-    assert cached is not None and cached.verified.count == ledger.verify_all(project, REDUCER).count
+    assert cached is not None and cached.verified.count == reading.verify_all(project, REDUCER).count
     answer = _binary("SessionStart", start, env)
     assert "remember the login loop" in answer["hookSpecificOutput"]["additionalContext"]
     assert not os.path.exists(os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"))
@@ -365,32 +370,32 @@ def test_at_100k_events_the_second_session_start_after_deleting_the_cache_inject
 # -- deletion streams ------------------------------------------------------------------------------
 def test_deletion_keeps_a_last_line_that_lacked_its_lf(cli):
     project, task = _task_with(cli, 0)
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     goal = next(iter(state["tasks"][task]["claims"]))  # "ship the parser", the only claim
     append_observations(project, task_id=task, count=3, session_hash=session_hash("s"))
     with open(project.ledger, "rb+") as fh:  # an editor saved it without the final newline
         fh.truncate(os.path.getsize(project.ledger) - 1)
-    before = ledger.verify_all(project, REDUCER)
+    before = reading.verify_all(project, REDUCER)
     assert before.missing_lf
     result = cli.json("delete", "claim", goal, "--confirm", f"DELETE CLAIM {goal}")
-    after = ledger.verify_all(project, REDUCER)
+    after = reading.verify_all(project, REDUCER)
     assert result["events_after"] == after.count and not after.missing_lf
     assert after.state["tasks"][task]["observations"]["result_signal_observed"] == 1  # the last line survived
     assert goal not in after.state["tasks"][task]["claims"]
 
 
 def test_deletion_reads_the_ledger_in_chunks(cli, monkeypatch):
-    from intent_loop.storage import bulk_verify
+    from intent_loop.storage.cache import bulk_verify
     project, task = _task_with(cli, 300)
     reads = []
     real = bulk_verify.fast_os.pread
     monkeypatch.setattr(bulk_verify, "CHUNK", 4096)
     monkeypatch.setattr(bulk_verify.fast_os, "pread", lambda fd, n, at: reads.append(n) or real(fd, n, at))
-    state = ledger.load_verified(project, REDUCER).state
+    state = reading.load_verified(project, REDUCER).state
     goal = next(iter(state["tasks"][task]["claims"]))
     cli.json("delete", "claim", goal, "--confirm", f"DELETE CLAIM {goal}")
     assert reads and max(reads) <= 4096 < os.path.getsize(project.ledger)
-    after = ledger.verify_all(project, REDUCER)
+    after = reading.verify_all(project, REDUCER)
     assert after.count == 302 and goal not in after.state["tasks"][task]["claims"]  # it was an initial claim
 
 
@@ -444,7 +449,7 @@ def test_doctor_re_derives_the_state_and_names_a_cache_that_differs(cli):
     """Issue 12 item 1: verify and doctor once said OK over a forged cache. doctor now re-derives
     the state, names the difference (CACHE_MISMATCH) and rebuilds the cache from the ledger."""
     project, task = _task_with(cli, 2)
-    claim = next(iter(ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"]))
+    claim = next(iter(reading.load_verified(project, REDUCER).state["tasks"][task]["claims"]))
 
     def forge(data):
         data["claims"][claim][0] = "invalidated"
@@ -453,7 +458,7 @@ def test_doctor_re_derives_the_state_and_names_a_cache_that_differs(cli):
     report = cli.json("doctor", expect=1)
     cache = next(c for c in report["checks"] if c["name"] == "cache")
     assert not cache["ok"] and "CACHE_MISMATCH" in cache["detail"]
-    assert ledger.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] == "active"
+    assert reading.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] == "active"
     _rc, out, _err = cli("doctor", "--json")  # rebuilt: the next doctor finds them equal
     cache = next(c for c in json.loads(out)["checks"] if c["name"] == "cache")
     assert cache["ok"]

@@ -7,8 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers.imports import costly_modules_loaded
-from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.timestamps import (
+from intent_loop.base.timestamps import (
     EPOCH_MAX,
     EPOCH_MIN,
     format_compact_utc,
@@ -17,6 +16,7 @@ from intent_loop.storage.timestamps import (
     rfc3339_error,
     utc_sort_key,
 )
+from intent_loop.errors import ErrorCode, IntentLoopError
 
 
 def test_the_drift_instant_has_one_spelling():
@@ -96,5 +96,5 @@ def test_no_other_module_formats_or_parses_timestamps():
 
 
 def test_timestamps_import_nothing_heavy():
-    assert costly_modules_loaded("import intent_loop.storage.timestamps",
+    assert costly_modules_loaded("import intent_loop.base.timestamps",
                                  ("re", "datetime", "calendar", "json", "enum", "typing")) == []

@@ -9,15 +9,15 @@ import pytest
 
 from helpers import mcp_client
 from helpers.mcp_client import REPO, run_hook
+from intent_loop.base.canonical import sha256_hex
+from intent_loop.base.timestamps import parse_epoch
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.intent import views
 from intent_loop.intent.state import REDUCER
 from intent_loop.redact import redact
-from intent_loop.storage import ledger
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import sha256_hex
-from intent_loop.storage.timestamps import parse_epoch
+from intent_loop.storage import reading
 
 TASK = "11111111-2222-5333-8444-555555555555"
 NOW = parse_epoch("2026-06-01T00:00:00.000Z")
@@ -203,7 +203,7 @@ needs_dist = pytest.mark.skipif(not os.access(os.path.join(REPO, "dist", "intent
 
 def _ledger_events(env, ws):
     project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
-    ledger.verify_all(project, REDUCER)
+    reading.verify_all(project, REDUCER)
     with open(project.ledger, "rb") as fh:
         return [json.loads(line) for line in fh.read().splitlines()]
 

@@ -37,12 +37,13 @@ def io():
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.session_view import session_context
 from intent_loop.storage import ledger, paths as paths_mod
+from intent_loop.storage import reading
 if mode == "imports":
     sys.exit(0)
 paths = paths_mod.project_paths(data_root, workspace)
 if mode == "read":
     before = io()
-    verified = ledger.load_verified(paths, REDUCER)
+    verified = reading.load_verified(paths, REDUCER)
     task_id, text = session_context(verified.state, paths, arg)
     after = io()
     assert text and "user's own recorded intent" in text, text
@@ -85,7 +86,7 @@ def bench(lib, work, quick=False):
         year_history.TASKS, year_history.SESSIONS = 30, 730
 
     from intent_loop.intent.state import REDUCER
-    from intent_loop.storage import ledger
+    from intent_loop.storage import reading
 
     data_root, workspace = work / "data", work / "ws"
     workspace.mkdir()
@@ -93,7 +94,7 @@ def bench(lib, work, quick=False):
     paths, _tasks, links = year_history.build(str(data_root), str(workspace))
     built = time.perf_counter() - started
     started = time.perf_counter()
-    verified = ledger.load_verified(paths, REDUCER)
+    verified = reading.load_verified(paths, REDUCER)
     cold = time.perf_counter() - started
     del sys.path[:2]
     cache = {n: os.path.getsize(os.path.join(paths.cache_dir, n)) for n in os.listdir(paths.cache_dir)}

@@ -35,8 +35,10 @@ for _path in (str(LIB), str(BENCH)):
 import history  # noqa: E402
 import measure  # noqa: E402
 
-from intent_loop.intent.state import REDUCER  # noqa: E402
-from intent_loop.storage import ledger  # noqa: E402
+from intent_loop.intent.state import REDUCER
+from intent_loop.storage import (
+    reading,
+)
 
 PYTHON = os.path.realpath(sys.executable)
 CLI = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from intent_loop.cli.main import main; "
@@ -98,13 +100,13 @@ class Project:
 
     def cli_without_orjson(self, *args):
         """The same command with no site directory, so orjson cannot be imported: the standard
-        library's JSON stands in (storage/json_engine.py), as under an interpreter without orjson."""
+        library's JSON stands in (base/json_engine.py), as under an interpreter without orjson."""
         return measure.run([PYTHON, "-I", "-S", "-c", CLI, str(LIB), *args], env=self.env, cwd=str(self.workspace))
 
 
 def newest_claim(paths):
     """An active claim of the newest task (what a user would delete)."""
-    state = ledger.load_verified(paths, REDUCER).state
+    state = reading.load_verified(paths, REDUCER).state
     task = state["tasks"][state["last_change"]["task_id"]]
     return next(cid for cid, r in task["claims"].items() if r["state"] == "active")
 

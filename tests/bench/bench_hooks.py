@@ -34,8 +34,9 @@ import history  # noqa: E402
 import measure  # noqa: E402
 import source_run  # noqa: E402
 
+from intent_loop.base import timestamps
 from intent_loop.intent import state, tasks  # noqa: E402
-from intent_loop.storage import ledger, pending_work, timestamps, transaction  # noqa: E402
+from intent_loop.storage import pending_work, reading, transaction  # noqa: E402
 from intent_loop.storage.paths import project_paths, session_hash  # noqa: E402
 
 DIST = ROOT / "dist"
@@ -182,7 +183,7 @@ class Snapshot:
         shutil.rmtree(self.guard_dir, ignore_errors=True)
         if (self.copy / "guard").exists():
             measure.copy_tree(self.copy / "guard", self.guard_dir)
-        ledger.load_verified(self.paths, state.REDUCER)  # the copy has new inodes: re-seal the cache
+        reading.load_verified(self.paths, state.REDUCER)  # the copy has new inodes: re-seal the cache
         os.sync()  # the copy's writeback must not compete with the measured hook's fsyncs
 
 

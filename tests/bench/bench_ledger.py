@@ -50,8 +50,9 @@ sys.path[:0] = [str(LIB), str(BENCH)]
 import history  # noqa: E402
 import measure  # noqa: E402
 
-from intent_loop.storage import ledger, sealing, timestamps, transaction  # noqa: E402
+from intent_loop.base import timestamps
 from intent_loop.storage import paths as paths_mod  # noqa: E402
+from intent_loop.storage import reading, sealing, transaction  # noqa: E402
 from intent_loop.storage.atomic import replace_atomically  # noqa: E402
 
 PYTHON = os.path.realpath(sys.executable)  # never a pyenv shim: that alone costs ~74 ms
@@ -80,6 +81,7 @@ transaction.mutate(p, reducer, request_id=sys.argv[4], operation="bench.append",
 # Shared by the fresh script and this process, so both append the same kind of event.
 PAYLOAD_MODULE = """\
 from intent_loop.storage import ledger
+from intent_loop.storage import reading
 
 STATEMENT = "Keep the public API of the auth module unchanged while fixing the login redirect loop."
 
@@ -152,7 +154,7 @@ class Ledger:
         self.reducer = payload_mod.reducer(kind)
         self.session = ""
         if kind != "counter":
-            self.session = payload_mod.linked_session(ledger.load_verified(self.paths, self.reducer).state)
+            self.session = payload_mod.linked_session(reading.load_verified(self.paths, self.reducer).state)
         self.pristine.mkdir()
         shutil.copy2(self.paths.ledger, self.pristine / "ledger.jsonl")
         shutil.copytree(self.paths.cache_dir, self.pristine / "cache")
@@ -174,7 +176,7 @@ class Ledger:
             prev = event["event_hash"]
             lines.append(line)
         replace_atomically(self.paths.ledger, b"".join(lines))
-        verified = ledger.verify_all(self.paths, payload_mod.Counter())
+        verified = reading.verify_all(self.paths, payload_mod.Counter())
         assert verified.count == self.size
         history.warm(self.paths, payload_mod.Counter())
 
@@ -202,7 +204,7 @@ class Ledger:
                 measure.copy_tree(source, target)
             else:
                 _copy_durably(source, target)
-        ledger.load_verified(self.paths, self.reducer)
+        reading.load_verified(self.paths, self.reducer)
         os.sync()
 
     def _cut_back(self, pristine, size):

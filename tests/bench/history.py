@@ -42,13 +42,14 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "lib") not in sys.path:
     sys.path.insert(0, str(ROOT / "lib"))
 
+from intent_loop.base import timestamps  # noqa: E402
+from intent_loop.base.canonical import sha256_hex  # noqa: E402
 from intent_loop.guard import document, provider  # noqa: E402
 from intent_loop.intent import claims as claims_mod  # noqa: E402
-from intent_loop.intent.state import REDUCER  # noqa: E402
-from intent_loop.storage import ledger, sealing, timestamps  # noqa: E402
+from intent_loop.intent.state import REDUCER
+from intent_loop.storage import ledger, reading, sealing  # noqa: E402
 from intent_loop.storage import paths as paths_mod  # noqa: E402
 from intent_loop.storage.atomic import replace_atomically  # noqa: E402
-from intent_loop.storage.canonical import sha256_hex  # noqa: E402
 
 YEAR_AT = 100_000  # the ledger size the shape below is a year of
 TASKS_PER_YEAR, CLAIMS_PER_YEAR, SESSIONS_PER_YEAR = 300, 3_000, 2_000
@@ -285,7 +286,7 @@ def build(data_root, workspace, events, *, session=None, verify=True, warm_cache
     data, count = generate(paths, events, session=session)
     replace_atomically(paths.ledger, data)
     if verify:  # the production verifier, from the first byte
-        verified = ledger.verify_all(paths, REDUCER)
+        verified = reading.verify_all(paths, REDUCER)
         if verified.count != events or verified.torn_tail:
             raise SystemExit(f"history: the verifier saw {verified.count} events, expected {events}")
     if warm_cache:
@@ -295,7 +296,7 @@ def build(data_root, workspace, events, *, session=None, verify=True, warm_cache
 
 def warm(paths, reducer=REDUCER):
     """Leave the cache as hooks leave it: a checkpoint at the end, a complete request index."""
-    ledger.load_verified(paths, reducer)
+    reading.load_verified(paths, reducer)
     from intent_loop.storage import transaction
 
     with transaction.Transaction(paths, reducer, deadline=time.monotonic() + 120) as tx:
@@ -306,7 +307,7 @@ def warm(paths, reducer=REDUCER):
         job(time.monotonic() + 120)
     # The daily scrub ran today, as it has on any project used daily: without the stamp every
     # measured hook's child (restored to this cache) would verify the whole chain again.
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     with open(os.path.join(paths.cache_dir, cache_upkeep.SCRUB_STAMP), "wb"):
         pass
@@ -326,7 +327,7 @@ def main(argv):
     started = time.perf_counter()
     session = paths_mod.session_hash(args.session) if args.session else None
     paths = build(out / "root", workspace, args.events, session=session)
-    state = ledger.load_verified(paths, REDUCER).state
+    state = reading.load_verified(paths, REDUCER).state
     claims = sum(len(t["claims"]) for t in state["tasks"].values())
     versions = sum(len(t["publications"]) for t in state["tasks"].values())
     print(f"history: {args.events} events, {os.path.getsize(paths.ledger) / 1e6:.1f} MB ledger, "

@@ -2,8 +2,8 @@
 for tests that hand-edit the cache the way a tamperer would."""
 import os
 
-from intent_loop.storage import cache_store, checkpoint
-from intent_loop.storage.canonical import loads
+from intent_loop.base.canonical import loads
+from intent_loop.storage.cache import cache_store, checkpoint
 
 
 def _framed_doc(path):

@@ -1,4 +1,4 @@
-"""Compare intent_loop.storage.fast_os with os / posixpath under the interpreter running this file.
+"""Compare intent_loop.base.fast_os with os / posixpath under the interpreter running this file.
 
     python -I -S fast_os_equivalence.py <lib dir> <scratch dir>
 
@@ -98,7 +98,7 @@ def compare_environment(fast_os, check):
 
 def main(lib, scratch):
     sys.path.insert(0, lib)
-    from intent_loop.storage import fast_os
+    from intent_loop.base import fast_os
 
     check = Comparison()
     tree = os.path.join(scratch, "tree")

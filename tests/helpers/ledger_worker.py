@@ -8,7 +8,7 @@ Output, one line each, flushed at once: `ready` (imports done, barrier passed), 
 <replayed 0|1>` after every mutate() that RETURNED (so a test may demand that event), `error
 <code>` and exit 3 on an IntentLoopError; `locked <token>` and, after stdin closes, `released`.
 
-Stop hook, installed before the storage modules load by wrapping intent_loop.storage.fast_os.rename / .replace in this
+Stop hook, installed before the storage modules load by wrapping intent_loop.base.fast_os.rename / .replace in this
 process only: IL_TEST_STOP_AT=<step> makes the worker print `stopping <step>` and stop itself
 (SIGSTOP; IL_TEST_STOP_SIGNAL=KILL kills instead) exactly there, so a test can inspect the
 lock while the worker is frozen and then SIGKILL it:
@@ -69,7 +69,7 @@ def _stop_hook(step, sig):
         if step == "replaced" and is_ledger:
             stop()
 
-    from intent_loop.storage import fast_os as lib_os
+    from intent_loop.base import fast_os as lib_os
 
     def append_write(real_write, fd, data):
         if step == "appending":
@@ -91,7 +91,7 @@ def _stop_hook(step, sig):
 def _wrap_ledger_appends(append_write):
     """Route the library's write() calls on a descriptor opened O_APPEND on the ledger through
     `append_write(real_write, fd, data)`; every other write goes straight through."""
-    from intent_loop.storage import fast_os as lib_os
+    from intent_loop.base import fast_os as lib_os
 
     real_open, real_write = lib_os.open, lib_os.write
     append_fds = set()

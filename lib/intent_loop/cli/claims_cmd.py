@@ -5,6 +5,7 @@ refreshed inside the same locked transaction.
 """
 import time
 
+from intent_loop.base.timestamps import format_utc
 from intent_loop.cli.common import (
     USER_ONLY,
     add_json_flag,
@@ -21,7 +22,6 @@ from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import CLAIM_VERBS, verb_for_claim
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage.ledger import new_uuid4
-from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import Planned, mutate
 
 

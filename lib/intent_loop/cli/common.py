@@ -3,12 +3,12 @@ import os
 import sys
 import time
 
+from intent_loop.base.canonical import dumps
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.tasks import resolve_task
-from intent_loop.storage.canonical import dumps
-from intent_loop.storage.ledger import load_verified
 from intent_loop.storage.paths import project_paths, resolve_data_root
+from intent_loop.storage.reading import load_verified
 
 CLI_DEADLINE = 10.0  # seconds a command may wait for the project lock and work
 # `delete task` and `delete claim` rewrite and re-verify the whole ledger (and, without a checkpoint,

@@ -3,6 +3,7 @@ import os
 import sys
 import time
 
+from intent_loop.base.data_root import ROOT_SUFFIX
 from intent_loop.cli.common import current_project, damage_next_action, data_root, load_state
 from intent_loop.cli.old_runtimes import old_runtimes
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -12,9 +13,8 @@ from intent_loop.launch.binaries import BINARIES, HOOK_EVENTS, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
 from intent_loop.launch.hook_runs import UNTRUSTED_ACTION, ago
 from intent_loop.storage import failure_log
-from intent_loop.storage.data_root import ROOT_SUFFIX
-from intent_loop.storage.ledger import verify_all
 from intent_loop.storage.paths import ProjectPaths
+from intent_loop.storage.reading import verify_all
 
 _HOOK_MARK = HOOK_PREFIX
 _BINARIES = tuple(binary.name for binary in BINARIES)
@@ -246,7 +246,7 @@ def _runtime_check(root):
 def _check_project(paths, broken, diverged, damage=None):
     """Verify a project's whole chain and re-derive its state, comparing it with the cache (the
     daily scrub, run now): a difference is rebuilt and named, never silently believed."""
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     findings = []
     try:

@@ -137,4 +137,7 @@ def describe(event):
     if etype == "contract_version_floor":
         return "recovery kept the Guard versions published before the cut: " + ", ".join(
             f"{ref[len('intent:'):][:8]} v{version}" for ref, version in sorted(payload.get("floors", {}).items()))
-    return etype.replace("_", " ")
+    from intent_loop.intent.event_types import TABLE
+
+    row = TABLE.get(etype)  # the observations, and a type newer than this build
+    return row.words if row is not None else etype.replace("_", " ")

@@ -5,9 +5,9 @@ import os
 import shlex
 import time
 
+from intent_loop.base.timestamps import format_compact_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.launch.binaries import HOOK_PREFIX, HOOKS, handler_group
-from intent_loop.storage.timestamps import format_compact_utc
 
 HOOKS_FILE = "hooks.json"
 TOP_LEVEL_KEYS = ("description", "hooks")

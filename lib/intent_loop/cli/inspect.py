@@ -15,11 +15,13 @@ from intent_loop.cli.common import (
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 from intent_loop.intent.claim_records import active_count
+from intent_loop.intent.event_types import TABLE as EVENT_TYPES
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.views import compact_view, history, snapshot, task_label
 from intent_loop.ops.receipts import guard_status
 from intent_loop.storage.event_list import EventList
-from intent_loop.storage.ledger import is_project_present, verify_all
+from intent_loop.storage.ledger import is_project_present
+from intent_loop.storage.reading import verify_all
 
 _CLAIM_EVENTS = ("claim_added", "claim_replaced", "candidate_confirmed")
 DEFAULT_LIMIT = 50
@@ -233,7 +235,7 @@ def _claim_line(claim):
 # -- timeline -------------------------------------------------------------------------------
 def _parse_time(text, option):
     """Epoch seconds of an RFC 3339 timestamp, or INVALID_ARGUMENT."""
-    from intent_loop.storage.timestamps import parse_epoch, rfc3339_error
+    from intent_loop.base.timestamps import parse_epoch, rfc3339_error
 
     problem = rfc3339_error(text) if isinstance(text, str) else "missing"
     if problem:
@@ -308,6 +310,9 @@ class _Filter:
         self.since = _parse_time(args.since, "--since") if args.since is not None else None
         self.until = _parse_time(args.until, "--until") if args.until is not None else None
         self.task_id, self.session, self.actor, self.event_type = task_id, session, args.actor, args.event_type
+        if self.event_type is not None and self.event_type not in EVENT_TYPES:
+            raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, (
+                f"no event type {self.event_type!r}; --type is one of {', '.join(EVENT_TYPES)}"))
 
     def __call__(self, event):
         if self.task_id is not None and event["task_id"] != self.task_id:
@@ -369,7 +374,7 @@ def _newest(paths, verified, matches, limit):
     """The newest `limit` matching events, read backwards from the checkpoint's end: each line is
     verified by itself (canonical form, its own hash) and chained to the line after it, the newest
     to the checkpoint's last hash. Cost follows what is read, not the ledger's size."""
-    from intent_loop.storage import bulk_verify
+    from intent_loop.storage.cache import bulk_verify
     from intent_loop.storage.ledger import open_ledger
 
     found = []
@@ -406,7 +411,7 @@ def _newest(paths, verified, matches, limit):
 
 def _lines_backwards(fd, end, chunk=1 << 16):
     """(offset, line without LF) of the complete lines of [0, end), newest first; `end` ends a line."""
-    from intent_loop.storage import fast_os
+    from intent_loop.base import fast_os
 
     start = max(0, end - chunk)
     buf = fast_os.pread(fd, end - start, start)

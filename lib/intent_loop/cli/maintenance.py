@@ -5,8 +5,8 @@ from intent_loop.cli.common import USER_ONLY_WHEN_APPLIED, add_json_flag, curren
 from intent_loop.cli.doctor import cmd_doctor, projects
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage.ledger import verify_all
 from intent_loop.storage.paths import ProjectPaths
+from intent_loop.storage.reading import verify_all
 from intent_loop.storage.recovery import cut_to_verified_prefix, export_prefix, export_prefix_empty, scan_project
 
 
@@ -129,7 +129,7 @@ def cmd_recover(args, console):
         if result["applied"]:
             result["guard"] = _republish(paths, console)
     elif args.apply:
-        from intent_loop.storage.chain_marker import clear
+        from intent_loop.storage.cache.chain_marker import clear
 
         clear(paths)  # the chain verifies: a marker left by the daily scrub is stale
     if args.json:

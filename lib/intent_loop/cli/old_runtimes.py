@@ -12,8 +12,8 @@ def old_runtimes(console, *, codex_home=None, dist=None, replacing=None):
     """The extracted runtimes (<data root>/runtime/<build id>/) that no binary still in use needs:
     in use are this process's own, those in `dist`, our handlers' in the hooks.json of each Codex
     home (except `replacing`, which install is about to rewrite) and the plugin copies there."""
+    from intent_loop.base.data_root import ROOT_SUFFIX
     from intent_loop.launch import extracted_runtime
-    from intent_loop.storage.data_root import ROOT_SUFFIX
     from intent_loop.storage.paths import resolve_data_root
 
     home_dir = console.env.get("HOME")

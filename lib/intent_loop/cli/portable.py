@@ -75,7 +75,7 @@ def cmd_export(args, console):
         return 0
     target = os.path.join(console.cwd, args.output)
     written = graph_export.write_export(target, data, force=args.force)
-    from intent_loop.storage.canonical import sha256_hex
+    from intent_loop.base.canonical import sha256_hex
 
     result = {"ok": True, "task_id": task_id, "path": written, "bytes": len(data), "sha256": sha256_hex(data),
               "claims": data.count(b'"claim_id":')}

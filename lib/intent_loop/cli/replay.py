@@ -146,7 +146,7 @@ class ReplaySession:
 
     def ledger(self):
         from intent_loop.intent.state import REDUCER
-        from intent_loop.storage.ledger import verify_all
+        from intent_loop.storage.reading import verify_all
 
         paths = self.paths()
         try:

@@ -1,5 +1,7 @@
 """Guard 0.2.2's acceptance rules for a provider document and a user's TaskContractLite."""
 
+from intent_loop.base.canonical import dumps
+from intent_loop.base.timestamps import rfc3339_error
 from intent_loop.errors import IntentLoopError
 from intent_loop.guard.document import SCHEMA_VERSION, SOURCE, projection_sha256
 from intent_loop.intent.rule_grammar import (
@@ -10,8 +12,6 @@ from intent_loop.intent.rule_grammar import (
     rule_error,
     strip_guard_space,
 )
-from intent_loop.storage.canonical import dumps
-from intent_loop.storage.timestamps import rfc3339_error
 
 ENVELOPE_KEYS = (
     "schema_version", "contract_ref", "contract_version", "source",

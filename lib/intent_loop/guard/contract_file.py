@@ -1,12 +1,12 @@
 """What Guard makes of a contract file's bytes: its size limit, UTF-8 JSON without BOM, which kind of document."""
 
+from intent_loop.base.canonical import loads
 from intent_loop.guard.acceptance import (
     PROJECTION_KEYS,
     json_type_name,
     validate_provider_document,
     validate_task_contract_lite,
 )
-from intent_loop.storage.canonical import loads
 
 MAX_DOCUMENT_BYTES = 262_144  # Guard: "contract exceeds the 256 KiB safety limit"
 _UTF8_BOM = b"\xef\xbb\xbf"

@@ -1,7 +1,7 @@
 """The provider document we write: its envelope, the snapshot hash Guard recomputes, and its file bytes."""
 
+from intent_loop.base.canonical import canonical_bytes, dumps, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.canonical import canonical_bytes, dumps, sha256_hex
 
 SCHEMA_VERSION = "1.0"
 SOURCE = "user-intent-plugin"

@@ -9,9 +9,9 @@ nothing, so the refresh writes the recorded contract back in its place.
 import errno
 import stat
 
+from intent_loop.base import fast_os
 from intent_loop.guard import contract_file
 from intent_loop.intent.state import version_floor
-from intent_loop.storage import fast_os
 from intent_loop.storage.paths import read_at_most
 
 OWN_FILE_READ_CAP = 4 << 20  # an oversized document of ours (an older build wrote them) is recognised up to this
@@ -86,7 +86,7 @@ def _names_our_source(doc):
 
 
 def parse_loosely(data):
-    from intent_loop.storage.canonical import loads
+    from intent_loop.base.canonical import loads
 
     try:
         return loads(data)

@@ -1,5 +1,5 @@
 """Where Guard reads the contract: the one rule, light enough for every prompt's one lstat."""
-from intent_loop.storage import fast_os
+from intent_loop.base import fast_os
 
 DEFAULT_PATH = (".execution-fidelity", "contract.json")
 

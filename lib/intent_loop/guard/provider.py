@@ -8,6 +8,8 @@ skip a version, and the file on disk never goes back to an older one.
 import stat
 import time
 
+from intent_loop.base import fast_os
+from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document
 from intent_loop.guard.file_state import guard_file_version, read_file_state  # noqa: F401 (re-exported)
@@ -16,10 +18,8 @@ from intent_loop.intent.claim_records import shown_active
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.state import version_floor
-from intent_loop.storage import fast_os
 from intent_loop.storage.atomic import replace_atomically
 from intent_loop.storage.ledger import Draft
-from intent_loop.storage.timestamps import format_utc
 
 DEFAULT_SURFACE = "repository"
 DEFAULT_EVIDENCE = {"requirement": "The user confirms the requested outcome was delivered",

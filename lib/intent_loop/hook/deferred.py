@@ -15,7 +15,8 @@ there is no moment when the work exists and the lock does not.
 import _signal
 import time
 
-from intent_loop.storage import fast_os, pending_work
+from intent_loop.base import fast_os
+from intent_loop.storage import pending_work
 
 
 def detach(paths, job, *, deadline_seconds, on_failure, upkeep=None):
@@ -77,29 +78,26 @@ def rebuild_after_answer(paths, reducer):
     """The after-answer work of a hook that found the checkpoint far behind: (paths, job, budget).
 
     The rebuild reads without the project lock and publishes atomically, one at a time per project
-    (storage/cache_upkeep.py), so the next hook finds a checkpoint and injects the full view."""
-    from intent_loop.storage.cache_upkeep import REBUILD_BUDGET
+    (storage/cache/cache_upkeep.py), so the next hook finds a checkpoint and injects the full view."""
+    from intent_loop.storage.cache.cache_upkeep import REBUILD_BUDGET
 
     def job(_deadline):  # bounded by run_inline's timer (REBUILD_BUDGET)
-        from intent_loop.storage import cache_upkeep
+        from intent_loop.storage.cache import cache_upkeep
 
         cache_upkeep.rebuild(paths, reducer)
 
     return (paths, job, REBUILD_BUDGET)
 
 
-def upkeep(paths, *, env, event_name):
+def upkeep(paths, *, report):
     """After the job, in the detached child: the daily scrub when it is due (at most once a day per
-    project). What it finds is logged like a hook failure, so `doctor` shows its code."""
-    from intent_loop.hook.runtime import log_failure
+    project). What it finds goes to `report` (the runtime logs it like a hook failure, so `doctor`
+    shows its code)."""
     from intent_loop.intent.state import REDUCER
-    from intent_loop.storage import cache_upkeep
+    from intent_loop.storage.cache import cache_upkeep
 
     if not cache_upkeep.scrub_due(paths):
         return
-
-    def report(exc):
-        log_failure(env, event_name, "scrub", exc)
 
     run_inline(lambda _deadline: cache_upkeep.scrub(paths, REDUCER, report=report),
                deadline_seconds=cache_upkeep.REBUILD_BUDGET, on_failure=report)

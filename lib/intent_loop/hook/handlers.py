@@ -6,9 +6,9 @@ docs/hooks.md (intent/continuity.py): its own, else the workspace's current task
 never typed a command writes nothing to the ledger.
 """
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import fast_os
-from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.storage.paths import check_real_directory, project_paths, resolve_data_root, session_hash
 
 # Only what every call needs is imported here; the ledger, command handling, views, publishing
@@ -16,6 +16,9 @@ from intent_loop.storage.paths import check_real_directory, project_paths, resol
 # A project intent-loop has never written to has no state to read.
 SEEN_PREFIX = "v2.seen-"
 SEEN_CAP = 64 << 10  # a seen record is a few hundred bytes; a bigger one is not ours to believe
+# A project never written to: REDUCER.initial()'s maps, typed here so that path (every Codex
+# session in a folder intent-loop never recorded) imports no reducer; tests/test_hook_modules.py
+# pins it to REDUCER.initial().
 NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task_id": None, "seq": 0}}
 
 
@@ -32,7 +35,7 @@ REBUILD_THRESHOLD = 4 << 20
 
 
 def read_verified(paths):
-    from intent_loop.storage.ledger import load_verified
+    from intent_loop.storage.reading import load_verified
     try:
         return load_verified(paths, reducer(), max_unverified=REBUILD_THRESHOLD)
     except IntentLoopError as exc:

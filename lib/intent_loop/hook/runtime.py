@@ -8,8 +8,8 @@ import _signal  # the C module: `import signal` builds enums and costs ~7 ms
 import sys
 import time
 
-from intent_loop.storage import fast_os
-from intent_loop.storage.canonical import dumps, loads
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import dumps, loads
 
 FAIL_OPEN = b'{"continue":true}'
 STDIN_CAP = 4 * 1024 * 1024
@@ -155,7 +155,8 @@ def _finish_after_answer(after_answer, env, event_name, *, detach, deadline_seco
         if len(after_answer) > 2:  # a job with its own budget (a cache rebuild)
             deadline_seconds = after_answer[2]
         failed = lambda exc: log_failure(env, event_name, "after_answer", exc)  # noqa: E731
-        upkeep = lambda: deferred.upkeep(paths, env=env, event_name=event_name)  # noqa: E731
+        scrub_found = lambda exc: log_failure(env, event_name, "scrub", exc)  # noqa: E731
+        upkeep = lambda: deferred.upkeep(paths, report=scrub_found)  # noqa: E731
         if detach:
             deferred.detach(paths, job, deadline_seconds=deadline_seconds, on_failure=failed, upkeep=upkeep)
         else:

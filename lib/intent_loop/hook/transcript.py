@@ -9,8 +9,8 @@ before its user message is logged; a steering message finds a user message of it
 logged. Anything unreadable or unfamiliar reads as "not steering", which is how every prompt
 was answered before this check existed.
 """
-from intent_loop.storage import fast_os
-from intent_loop.storage.canonical import loads
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import loads
 
 TAIL_BYTES = 256 * 1024  # a turn's start is near the end of the log; a larger turn is not scanned
 

@@ -20,12 +20,30 @@ must not be one a hook may show (a cache that moved a claim across is damaged: t
 folded from the ledger). Facts and the summary only choose and count, like the lifecycle the
 cache already keeps: a damaged one can hide a claim or miscount, never put words in anyone's mouth.
 """
-from intent_loop.intent.state import claim_order, is_hook_visible, omitted_kind
+from intent_loop.intent.claims import is_direct_user_explicit
 
 # A hidden row's facts: [provenance, actor, role, status, source kind, scope, facets, valid_from,
 # last_confirmed, confidence]
 FACT_FIELDS = 10
 PROVENANCES = ("direct", "candidate", "import")
+
+
+def claim_order(record):
+    """Ledger order: by event, then by place in the event (a task started with several typed claims
+    lists them in `initial_claims`, an import in `claims`), the claim id breaking any tie."""
+    return record["seq"], record.get("index", 0), record["claim"]["claim_id"]
+
+
+def is_hook_visible(record):
+    """Only direct user-explicit claims may become text the model sees."""
+    return record["provenance"] in ("direct", "candidate") and is_direct_user_explicit(record["claim"])
+
+
+def omitted_kind(record):
+    """How a hook counts a claim it does not show: "imported", else its epistemic status."""
+    if record["provenance"] == "import":
+        return "imported"
+    return record["claim"]["epistemic_status"]
 
 
 def facts_of(record):

@@ -81,7 +81,7 @@ def goals(task):
 
 def age(stamp, now):
     """"3 weeks", "2 days", "5 hours", "4 minutes", "a moment": how long ago `stamp` was."""
-    from intent_loop.storage.timestamps import duration_words, parse_epoch
+    from intent_loop.base.timestamps import duration_words, parse_epoch
 
     then = parse_epoch(stamp) if isinstance(stamp, str) else None
     if then is None:

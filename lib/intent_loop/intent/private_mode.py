@@ -1,10 +1,10 @@
 """Private-session control files: the only state a private session leaves (no statement, no excerpt)."""
 import time
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import canonical_bytes, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import canonical_bytes, loads
 
 CONTROL_SCHEMA = 1
 

@@ -1,18 +1,12 @@
 """The project state as a pure fold over verified ledger events (the reducer cached in cache/)."""
+from intent_loop.base.canonical import sha256_hex
+from intent_loop.intent.claim_records import claim_order, is_hook_visible, omitted_kind  # noqa: F401 (their readers)
 from intent_loop.intent.claims import is_direct_user_explicit
-from intent_loop.storage.canonical import sha256_hex
+from intent_loop.intent.event_types import AGENT_ACTOR, CHANGES_INTENT, MAX_CLAIM_EVENT_REFS, label_source
 
-MAX_CLAIM_EVENT_REFS = 20
-# Events that change what a task asks for; the newest of them picks the default task.
-CLAIM_CHANGING = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
-                            "candidate_confirmed", "graph_imported", "mode_set"))
+# Events that change what a task asks for (intent/event_types.py); the newest picks the default task.
+CLAIM_CHANGING = CHANGES_INTENT
 PROMOTION_TASKS = 3
-# The agent's own events (the MCP server's: starts, proposals, evidence, inferences, unknowns,
-# disputes, imports, mode changes) never pick the default task, so they never move which task
-# Guard publishes nor withdraw its file: only what the user typed does (issue 13's safety rule).
-AGENT_ACTOR = "agent"
-# Whose words a task label is (task["label_by"]): only a label the user typed may reach hook context.
-LABEL_SOURCES = ("user", "import", "agent")
 
 
 def makes_current(event):
@@ -22,25 +16,6 @@ def makes_current(event):
     payload = event["payload"]
     return (event["event_type"] == "session_linked" and payload.get("current") is True
             and payload.get("action") == "attach")
-
-
-def label_source(event):
-    """Who wrote the label of this `task_started` event, from the event alone (its actor, payload
-    and request id), so a cache-backed state derives it exactly as a fold does while the cache
-    keeps only the label's ledger position (intent/state_cache.py).
-
-    "import": the label of an imported graph (`started_by: "import"`; ledgers written before that
-    marker: the `import:` request id). "agent": the agent's (actor agent, or any `started_by`
-    other than import, such as the MCP server's "mcp"). "user": what is left, a start of actor user
-    with no `started_by`, which only `intent: new <label>` typed in a prompt writes.
-    """
-    payload = event["payload"]
-    request_id = event.get("request_id")
-    if payload.get("started_by") == "import" or (isinstance(request_id, str) and request_id.startswith("import:")):
-        return "import"
-    if event["actor"] == "user" and payload.get("started_by") is None:
-        return "user"
-    return "agent"
 
 
 def signal_key(statement, facets):
@@ -267,29 +242,11 @@ def version_floor(state, task_id):
     return state.get("contract_floors", {}).get(task_id, 0)
 
 
-def claim_order(record):
-    """Ledger order: by event, then by place in the event (a task started with several typed claims
-    lists them in `initial_claims`, an import in `claims`), the claim id breaking any tie."""
-    return record["seq"], record.get("index", 0), record["claim"]["claim_id"]
-
-
 def active_claims(task):
     """Active claim records of a task, in ledger order."""
     records = [r for r in task["claims"].values() if r["state"] == "active"]
     records.sort(key=claim_order)
     return records
-
-
-def is_hook_visible(record):
-    """Only direct user-explicit claims may become text the model sees."""
-    return record["provenance"] in ("direct", "candidate") and is_direct_user_explicit(record["claim"])
-
-
-def omitted_kind(record):
-    """How a hook counts a claim it does not show: "imported", else its epistemic status."""
-    if record["provenance"] == "import":
-        return "imported"
-    return record["claim"]["epistemic_status"]
 
 
 def newest_task_id(state):

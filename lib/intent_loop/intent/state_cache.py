@@ -1,6 +1,6 @@
 """The project state in the sharded cache: what is split off, and how text comes back from the ledger.
 
-The root (storage/cache_store.py) keeps seq, last_change, the durable-claim index and the
+The root (storage/cache/cache_store.py) keeps seq, last_change, the durable-claim index and the
 candidates' lifecycle; each task is a shard `t-<task_id>` with the claims a hook may show, and
 `h-<task_id>` with the others (intent/claim_records.py); session links live in 256 buckets
 `s-xx` and promotion signals in 256 buckets `g-xx` (the reducer keys them by a digest of the
@@ -18,22 +18,21 @@ check makes the cache untrusted: the state is re-folded from the first ledger by
 root's checkpoint, what was not loaded yet is taken from that fold, and the next save rewrites
 every shard.
 """
+from intent_loop.base.canonical import dumps, loads, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.intent.claim_records import ClaimRecords, Refolded, facts_of, light_record
-from intent_loop.intent.state import MAX_CLAIM_EVENT_REFS, is_hook_visible, label_source, omitted_kind
-from intent_loop.storage.cache_store import LazyMap, Untrusted
-from intent_loop.storage.canonical import dumps, loads, sha256_hex
+from intent_loop.intent.claim_records import (
+    ClaimRecords,
+    Refolded,
+    facts_of,
+    is_hook_visible,
+    light_record,
+    omitted_kind,
+)
+from intent_loop.intent.event_types import CLAIM_SOURCES, MAX_CLAIM_EVENT_REFS, label_source
+from intent_loop.storage.cache.cache_store import LazyMap, Untrusted
 
 CLAIM_STATES = ("active", "superseded", "invalidated")
 MODES = ("on", "off", "private")
-# Where each claim-adding event keeps its claims, and the provenance that event gives them.
-CLAIM_SOURCES = {
-    "task_started": ("initial_claims", "direct"),
-    "claim_added": ("claim", "direct"),
-    "claim_replaced": ("claim", "direct"),
-    "candidate_confirmed": ("claim", "candidate"),
-    "graph_imported": ("claims", "import"),
-}
 MAPS = ("tasks", "sessions", "signals", "candidates")
 # Lifecycle a task has only sometimes: the mode the user set while the agent changed it, and the
 # seq of the agent's last proposal (issue 13), each with the check its cached value must pass.
@@ -492,7 +491,7 @@ class _Source:
         try:
             data = read_range(fd, 0, self.checkpoint["size"])
         finally:
-            from intent_loop.storage import fast_os
+            from intent_loop.base import fast_os
 
             fast_os.close(fd)
         fresh = fold_lines(data, empty_verified(self.reducer), self.reducer, project_id=self.paths.project_id)
@@ -507,7 +506,7 @@ class _Source:
             # Repair the cache now, at the same checkpoint and under the identity its root recorded
             # (so a ledger that grew since is still caught up from there): otherwise every later
             # read would meet the same bad shard and fold from the first byte again.
-            from intent_loop.storage import checkpoint
+            from intent_loop.storage.cache import checkpoint
 
             checkpoint.save(self.paths, self.reducer, fresh, list(self.store.identity))
 

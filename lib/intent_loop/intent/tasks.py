@@ -1,9 +1,9 @@
 """Planning mutations of tasks and claims under the lifecycle rules (pure: state in, drafts out)."""
+from intent_loop.base.canonical import sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.intent.claim_records import light_records
 from intent_loop.intent.state import PROMOTION_TASKS, REDUCER, signal_digest, signal_key
-from intent_loop.storage.canonical import sha256_hex
 from intent_loop.storage.ledger import Draft, format_uuid, new_uuid4
 
 MAX_INITIAL_CLAIMS = 12

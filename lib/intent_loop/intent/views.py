@@ -2,10 +2,17 @@
 import time
 
 from intent_loop.errors import IntentLoopError
-from intent_loop.intent.claim_records import full_record, hidden_summary, light_active, shown_active
+from intent_loop.intent.claim_records import (
+    claim_order,
+    full_record,
+    hidden_summary,
+    is_hook_visible,
+    light_active,
+    shown_active,
+)
 from intent_loop.intent.claim_verbs import verb_for_claim
 from intent_loop.intent.claims import split_prefix
-from intent_loop.intent.state import active_claims, claim_order, is_hook_visible
+from intent_loop.intent.state import active_claims
 
 HOOK_BUDGET = 2000
 COMPACT_RECORDS = 40
@@ -139,7 +146,7 @@ def is_stale(record, *, now=None):
 
 
 def _age_days(stamp, now):
-    from intent_loop.storage.timestamps import parse_epoch  # only on this rare path
+    from intent_loop.base.timestamps import parse_epoch  # only on this rare path
 
     then = parse_epoch(stamp)
     if then is None:

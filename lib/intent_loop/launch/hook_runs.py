@@ -15,10 +15,10 @@ launch/run_record.py, kept small since every hook loads it.
 """
 import time
 
+from intent_loop.base import fast_os as os
+from intent_loop.base.timestamps import duration_words
 from intent_loop.launch.binaries import HOOK_EVENTS
 from intent_loop.launch.run_record import RAN_DIR, RUNTIME_DIR, running_install_id
-from intent_loop.storage import fast_os as os
-from intent_loop.storage.timestamps import duration_words
 
 NO_PYTHON_TOLD = "no-python-told"  # launch/find_python.sh writes the session it told
 UNTRUSTED_ACTION = ("Codex may not trust these hooks: start Codex, open `/hooks` and trust the intent-loop "
@@ -94,6 +94,6 @@ def verdict(data_root, install, installed_at):
 
 
 def ago(when):
-    """"2 days ago", worded as the task ages a session is told (storage/timestamps.py)."""
+    """"2 days ago", worded as the task ages a session is told (base/timestamps.py)."""
     return f"{duration_words(time.time() - when)} ago"
 

@@ -8,8 +8,8 @@ in place of their imports (and the real `os` for the fast slice), and appends a 
 import os
 import sys
 
+from intent_loop.base.data_root import find_data_root
 from intent_loop.launch.fast_path import MARKER, answer_fail_open_on_sigterm, run_extracted
-from intent_loop.storage.data_root import find_data_root
 
 FAIL_OPEN = b'{"continue":true}'
 EXTRACTING_ENV = "INTENT_LOOP_EXTRACTING"  # names the fresh site-packages for that first run's check

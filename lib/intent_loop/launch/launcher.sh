@@ -20,7 +20,7 @@ start() {
   exec "$@"
 }
 
-# The common data roots, found as storage/data_root.py orders them (INTENT_LOOP_DATA_DIR,
+# The common data roots, found as base/data_root.py orders them (INTENT_LOOP_DATA_DIR,
 # CODEX_HOME, ~/.codex). Anything else (PLUGIN_DATA, a plugin-cache path, a relative value)
 # leaves root empty: the Python launcher (launcher.py) decides, and extracts when needed.
 root=
@@ -40,7 +40,7 @@ fi
 # The interpreter the binary was built with is gone (another machine, a `brew upgrade`): the one
 # an earlier run chose, cached in the data root, else a search (launch/find_python.sh, embedded
 # here by build.py). The bundled orjson fits only the builder's minor version; another one runs
-# the standard library's JSON instead (storage/json_engine.py).
+# the standard library's JSON instead (base/json_engine.py).
 if [ ! -x "$py" ]; then
   cache=
   [ -n "$root" ] && cache=$root/runtime/python

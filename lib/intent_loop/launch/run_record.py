@@ -1,9 +1,9 @@
 """Every hook run leaves its install's id and the time in the data root (launch/hook_runs.py reads
 them): kept to the writer's half, which every hook loads after its answer, so that this costs one
 small module and one utime."""
-from intent_loop.storage import fast_os as os  # every hook runs this: the slice of os without its import
-from intent_loop.storage.canonical import sha256_hex
-from intent_loop.storage.data_root import find_data_root
+from intent_loop.base import fast_os as os  # every hook runs this: the slice of os without its import
+from intent_loop.base.canonical import sha256_hex
+from intent_loop.base.data_root import find_data_root
 
 RUNTIME_DIR = "runtime"
 RAN_DIR = "hooks-ran"

@@ -102,9 +102,9 @@ def intent_set_mode(call):
 
 def intent_import(call):
     arg.check_names(call.args, ("graph", "task_id", "request_id"))
+    from intent_loop.base.canonical import canonical_bytes
     from intent_loop.ops.graph_format import FORMAT, IMPORT_SOURCE_KIND, VERSION
     from intent_loop.ops.graph_import import prepare_import
-    from intent_loop.storage.canonical import canonical_bytes
 
     graph = call.args.get("graph")
     if isinstance(graph, str):

@@ -1,6 +1,6 @@
 """The one result envelope of every tool, as structuredContent and as text."""
+from intent_loop.base.canonical import dumps
 from intent_loop.errors import ErrorCode
-from intent_loop.storage.canonical import dumps
 
 SCHEMA_VERSION = 1
 RETRYABLE = frozenset((ErrorCode.LOCK_TIMEOUT, ErrorCode.LOCK_CONFLICT, ErrorCode.DEADLINE_EXCEEDED,

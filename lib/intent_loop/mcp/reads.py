@@ -32,7 +32,7 @@ def intent_get_snapshot(call):
     max_chars = arg.snapshot_chars(call.args.get("max_chars"))
     task_id = call.resolve_task(required=False)
     if task_id is None:
-        from intent_loop.mcp.tools import NO_TASK_MESSAGE
+        from intent_loop.mcp.results import NO_TASK_MESSAGE
 
         return {"text": "", "claims": [], "proposals": [], "note": NO_TASK_MESSAGE}
     task = call.state["tasks"][task_id]

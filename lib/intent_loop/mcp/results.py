@@ -1,6 +1,10 @@
 """A write's result, rebuilt from the events it appended: an exact retry returns the same result
 from the stored events, so nothing about a write has to be remembered outside the ledger."""
 
+# What a read or write of "the session's task" answers when there is none (mcp/tools.py, reads.py).
+NO_TASK_MESSAGE = ("no task to read or add to: the workspace has no current task, or it is private or off; the "
+                   "user types `intent: goal ...` to start one")
+
 
 def summarize(events, *, replayed):
     result = {"events": [e["event_type"] for e in events], "replayed": replayed, "claim_ids": [],

@@ -4,8 +4,8 @@ import _signal  # the C module: `import signal` builds enums
 import posix
 from select import POLLIN, POLLOUT, poll
 
-from intent_loop.storage import fast_os
-from intent_loop.storage.canonical import dumps, loads
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import dumps, loads
 
 try:
     from select import PIPE_BUF

@@ -7,8 +7,8 @@ optional server only if they arrive within about one second of the session start
 import sys
 import time
 
+from intent_loop.base import fast_os
 from intent_loop.mcp import rpc
-from intent_loop.storage import fast_os
 
 SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 SANDBOX_META = "codex/sandbox-state-meta"

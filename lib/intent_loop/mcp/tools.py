@@ -2,19 +2,16 @@
 the task, run the tool, and turn every outcome (a bug included) into the result envelope."""
 import time
 
+from intent_loop.base.canonical import sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
 from intent_loop.mcp import arguments, envelope
 from intent_loop.mcp.binding import bind
 from intent_loop.mcp.private_memory import PrivateMemory
-from intent_loop.storage.canonical import sha256_hex
+from intent_loop.mcp.results import NO_TASK_MESSAGE
 from intent_loop.storage.ledger import new_uuid4
 
-NO_STATE = {"seq": 0, "tasks": {}, "sessions": {}, "candidates": {}, "signals": {},
-            "last_change": {"task_id": None, "seq": 0}}
 WRITE_DEADLINE = 10.0  # seconds a write may wait for the project lock and work (Codex allows 30)
-NO_TASK_MESSAGE = ("no task to read or add to: the workspace has no current task, or it is private or off; the "
-                   "user types `intent: goal ...` to start one")
 
 
 class Tools:
@@ -95,11 +92,11 @@ class Call:
         self.env = tools.env
         self.memory = tools.memory
         self.task_id = None
-        from intent_loop.storage.ledger import load_verified
         from intent_loop.storage.paths import check_real_directory
+        from intent_loop.storage.reading import load_verified
 
         self.verified = load_verified(self.paths, REDUCER) if check_real_directory(self.paths.dir) else None
-        self.state = self.verified.state if self.verified is not None else NO_STATE
+        self.state = self.verified.state if self.verified is not None else REDUCER.initial()
 
     def linked_task_id(self):
         """The thread's own task, else the workspace's current task it follows (docs/hooks.md, the

@@ -8,6 +8,7 @@ goes to the process's memory instead, and nothing semantic reaches disk.
 """
 import time
 
+from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.intent import tasks
@@ -17,7 +18,6 @@ from intent_loop.mcp import arguments as arg
 from intent_loop.mcp.results import summarize
 from intent_loop.storage.ledger import Draft, new_uuid4
 from intent_loop.storage.sealing import request_fingerprint
-from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import mutate
 
 AGENT = "agent"

@@ -1,21 +1,21 @@
 """Run the `intent:` commands of one prompt (or one terminal call) as one locked mutation."""
 import time
 
+from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard.publishing import add_publication, apply_quietly
 from intent_loop.intent import continuity, private_mode, tasks
 from intent_loop.intent.claim_text import build_claim
 from intent_loop.intent.claim_verbs import CLAIM_VERBS, verb_for_claim
 from intent_loop.intent.claims import short_id, split_prefix
+from intent_loop.intent.event_types import REPUBLISHES
 from intent_loop.intent.prompt_commands import Rejection
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 from intent_loop.intent.state import REDUCER
 from intent_loop.ops.receipts import Entry
-from intent_loop.storage.timestamps import format_utc
 from intent_loop.storage.transaction import Planned, mutate
 
-_PROJECTION_EVENTS = frozenset(("task_started", "claim_added", "claim_replaced", "claim_invalidated",
-                                "candidate_confirmed", "mode_set", "session_linked"))
+_PROJECTION_EVENTS = REPUBLISHES  # the event types a plan republishes the Guard file for (intent/event_types.py)
 
 
 class Receipt:
@@ -101,7 +101,7 @@ class _Runner:
 
     @property
     def now_epoch(self):
-        from intent_loop.storage.timestamps import parse_epoch
+        from intent_loop.base.timestamps import parse_epoch
 
         return parse_epoch(self.plan.now) or time.time()
 

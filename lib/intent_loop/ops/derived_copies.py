@@ -7,10 +7,10 @@ every file under the project directory for the deleted ids and the exact JSON-en
 """
 import os
 
+from intent_loop.base.canonical import dumps
 from intent_loop.guard import provider
 from intent_loop.intent import private_mode
 from intent_loop.storage import quarantine
-from intent_loop.storage.canonical import dumps
 from intent_loop.storage.pending_work import PENDING_FILE
 
 

@@ -5,11 +5,11 @@ Candidates are project-level and never exported.
 import os
 import time
 
+from intent_loop.base.canonical import canonical_bytes
+from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.intent.state import claim_order
+from intent_loop.intent.claim_records import claim_order
 from intent_loop.ops.graph_format import FORMAT, VERSION
-from intent_loop.storage.canonical import canonical_bytes
-from intent_loop.storage.timestamps import format_utc
 
 
 def export_graph(state, task_id, *, now=time.time):
@@ -47,7 +47,7 @@ def write_export(path, data, *, force=False):
     Without force the temp file is hard-linked into place (fails atomically if the name exists),
     so a file appearing between the check and the write is never clobbered either.
     """
-    from intent_loop.storage import platform
+    from intent_loop.base import platform
     from intent_loop.storage.atomic import replace_atomically, temp_name_for, write_all
 
     path = os.path.abspath(path)

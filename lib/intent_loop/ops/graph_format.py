@@ -13,11 +13,11 @@ claim ids, reference integrity (every `supersedes` id is a claim of the graph; a
 claim never supersedes one that is valid later than itself), legal role/status/confidence/scope/facets
 (`claims.check_claim`), and redacted single-line statements of 1-500 characters.
 """
+from intent_loop.base.timestamps import utc_sort_key
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.redact import redact
-from intent_loop.storage.bulk_verify import loads  # orjson, the stdlib where orjson refuses; never RecursionError
-from intent_loop.storage.timestamps import utc_sort_key
+from intent_loop.storage.cache.bulk_verify import loads  # orjson, the stdlib where orjson refuses; never RecursionError
 
 FORMAT = "intent-loop-graph"
 VERSION = 1

@@ -27,8 +27,9 @@ every dropped event) collected by a first pass, so a deletion's memory does not 
 """
 import hashlib
 
-from intent_loop.storage import fast_os
-from intent_loop.storage.bulk_verify import canonical_bytes as bulk_canonical_bytes
+from intent_loop.base import fast_os
+from intent_loop.intent.event_types import TABLE
+from intent_loop.storage.cache.bulk_verify import canonical_bytes as bulk_canonical_bytes
 from intent_loop.storage.ledger import new_uuid4
 from intent_loop.storage.sealing import recount_requests
 
@@ -110,6 +111,11 @@ def _strip_supersedes(claim, claim_id):
     return claim
 
 
+# The event types a claim's deletion may drop or rewrite (intent/event_types.py); every other type
+# passes through as it is (its references to dropped events are scrubbed after: _scrub_refs).
+TOUCHED_BY_CLAIM_DELETION = frozenset(name for name, t in TABLE.items() if t.on_claim_deletion != "kept")
+
+
 def plan_claim_deletion(events, claim_id, *, dropped_ids=None):
     """(new events, dropped count, rewritten events [type changes]) without the claim.
 
@@ -118,6 +124,9 @@ def plan_claim_deletion(events, claim_id, *, dropped_ids=None):
     out, keep, rewritten = [], [], []
     for event in events:
         etype, payload = event["event_type"], event["payload"]
+        if etype not in TOUCHED_BY_CLAIM_DELETION:
+            out.append(event), keep.append(True)
+            continue
         if etype == "claim_added" and payload["claim"]["claim_id"] == claim_id:
             out.append(event), keep.append(False)
             continue
@@ -178,8 +187,8 @@ def plan_claim_deletion(events, claim_id, *, dropped_ids=None):
 
 def iter_runs(fd, size):
     """Lists of consecutive events with one request id, parsed from the open ledger's [0, size)."""
-    from intent_loop.storage.bulk_verify import iter_lines
-    from intent_loop.storage.bulk_verify import loads as fast_loads
+    from intent_loop.storage.cache.bulk_verify import iter_lines
+    from intent_loop.storage.cache.bulk_verify import loads as fast_loads
 
     def lines():
         after = 0

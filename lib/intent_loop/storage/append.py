@@ -19,8 +19,8 @@ What the replace protocol guaranteed and how an append keeps it:
 """
 import errno
 
+from intent_loop.base import fast_os, platform
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os, platform
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.atomic import describe_os_error, write_all
 

@@ -1,8 +1,8 @@
 """Durable whole-file replacement: temp file in the same directory, fsync, rename, fsync the directory."""
 import errno
 
+from intent_loop.base import fast_os, platform
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os, platform
 
 TEMP_SUFFIX = ".tmp"
 

@@ -8,10 +8,10 @@ free space, so `doctor` still sees that a hook failed.
 """
 import time
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import dumps, loads
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import dumps, loads
 
 LOG_NAME = "hook-failures.jsonl"
 UNLOGGED_MARKER = "hook-failures.unlogged"

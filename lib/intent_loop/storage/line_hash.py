@@ -5,7 +5,7 @@ actor) and a string value can never contain it (its quotes would be escaped). Th
 the line without that field. The ledger's verifier, the checkpoint's last-line re-check and the
 request index's end check all read a line this way.
 """
-from intent_loop.storage.canonical import sha256_hex
+from intent_loop.base.canonical import sha256_hex
 
 HASH_FIELD = b',"event_hash":"'
 _FIELD_AND_VALUE = len(HASH_FIELD) + 64 + 1  # the field, 64 hex digits, the closing quote

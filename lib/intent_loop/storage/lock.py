@@ -26,11 +26,11 @@ Protocol (why each step exists):
 """
 import time
 
+from intent_loop.base import fast_os, platform
+from intent_loop.base.canonical import dumps, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os, platform
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.atomic import write_all
-from intent_loop.storage.canonical import dumps, loads
 
 OWNER_FILE = "owner.json"
 OWNERLESS_GRACE = 2.0  # an owner-less lock (left by an older writer) is dead after this long

@@ -7,12 +7,14 @@ with a manifest in quarantine/ naming both chains.
 """
 import time
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import canonical_bytes, sha256_hex
+from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os, quarantine
+from intent_loop.storage import quarantine
 from intent_loop.storage.atomic import replace_atomically
-from intent_loop.storage.canonical import canonical_bytes, sha256_hex
-from intent_loop.storage.ledger import SCHEMA_VERSION, verify_all
-from intent_loop.storage.timestamps import format_utc
+from intent_loop.storage.ledger import SCHEMA_VERSION
+from intent_loop.storage.reading import verify_all
 from intent_loop.storage.transaction import Transaction
 
 # from_version -> function(event) -> event at from_version + 1; empty while schema 1 is current

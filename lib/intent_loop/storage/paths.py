@@ -2,10 +2,10 @@
 import errno
 import stat
 
+from intent_loop.base import fast_os, platform
+from intent_loop.base.canonical import sha256_hex
+from intent_loop.base.data_root import find_data_root
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os, platform
-from intent_loop.storage.canonical import sha256_hex
-from intent_loop.storage.data_root import find_data_root
 
 PROJECT_ID_DOMAIN = b"intent-loop-project-v1\x00"
 SESSION_DOMAIN = "intent-loop-session-v1\0"

@@ -5,8 +5,8 @@ the detached writers themselves are the hook layer's (intent_loop.hook.deferred)
 """
 import time
 
+from intent_loop.base import fast_os, platform
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import fast_os, platform
 from intent_loop.storage import paths as paths_mod
 
 PENDING_FILE = "deferred.lock"

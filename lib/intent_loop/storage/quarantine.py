@@ -5,8 +5,8 @@ manifest, a migration's manifest). Every writer names its file here and every re
 scan, doctor) recognizes it here, so a name cannot drift between them. Names start with a
 sortable UTC stamp and a random part, so two in one second never collide.
 """
-from intent_loop.storage import fast_os
-from intent_loop.storage.timestamps import format_compact_utc
+from intent_loop.base import fast_os
+from intent_loop.base.timestamps import format_compact_utc
 
 TORN_TAIL = "-torn-tail.json"
 RECOVERED_SUFFIX = "-suffix.jsonl"

@@ -7,18 +7,20 @@ other content, so the highest version ever published per ref (the prefix's, ever
 recovery manifests') is written into the recovered ledger as one `contract_version_floor` event, in
 the same atomic replace as the cut, and new publications continue above it.
 
-Both stream (storage/bulk_verify.py): the prefix is found by the chunked verifier and the bytes are
+Both stream (storage/cache/bulk_verify.py): the prefix is found by the chunked verifier and the bytes are
 copied file to file, so memory stays bounded at any ledger size.
 """
 import hashlib
 import time
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import canonical_bytes
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import chain_marker, fast_os, quarantine
 from intent_loop.storage import lock as lock_mod
-from intent_loop.storage.bulk_verify import fold_stream
-from intent_loop.storage.canonical import canonical_bytes
-from intent_loop.storage.checkpoint import STATE_FILE
+from intent_loop.storage import quarantine
+from intent_loop.storage.cache import chain_marker
+from intent_loop.storage.cache.bulk_verify import fold_stream
+from intent_loop.storage.cache.checkpoint import STATE_FILE
 from intent_loop.storage.ledger import empty_verified, is_project_present, open_ledger
 from intent_loop.storage.paths import ensure_project_layout
 
@@ -110,7 +112,7 @@ def scan_project(paths, *, on_progress=None):
 def copy_range(fd, start, end, path):
     """Write bytes [start, end) of an open file to a new 0600 file `path` (temp + fsync + rename, in
     chunks: a suffix can be most of the ledger); return its SHA-256."""
-    from intent_loop.storage import platform
+    from intent_loop.base import platform
     from intent_loop.storage.atomic import temp_name_for, write_all
 
     digest = hashlib.sha256()
@@ -156,7 +158,7 @@ def _after_last_lf(fd, start, end):
 def _suffix_versions(fd, start, end, versions):
     """Note every line of bytes [start, end) that still parses as JSON (hash checked or not, a torn
     partial last line included): the damaged suffix may hold the newest publications."""
-    from intent_loop.storage.canonical import loads
+    from intent_loop.base.canonical import loads
 
     position, pending = start, b""
     while position < end or pending:
@@ -179,7 +181,7 @@ def _suffix_versions(fd, start, end, versions):
 
 def _manifest_versions(paths, versions):
     """Floors recorded by earlier recoveries (their manifests are capped, regular files of ours)."""
-    from intent_loop.storage.canonical import loads
+    from intent_loop.base.canonical import loads
     from intent_loop.storage.paths import read_capped
 
     try:
@@ -202,9 +204,9 @@ def _manifest_versions(paths, versions):
 
 def _floor_line(paths, found, floors, manifest_name, manifest_sha256):
     """The sealed `contract_version_floor` line (bytes with LF) chained to the verified prefix."""
+    from intent_loop.base.timestamps import format_utc
     from intent_loop.storage.ledger import Draft
     from intent_loop.storage.sealing import request_fingerprint, seal
-    from intent_loop.storage.timestamps import format_utc
 
     params = {"floors": floors, "manifest_sha256": manifest_sha256}
     draft = Draft(FLOOR_EVENT, None, "system", dict(params, manifest=manifest_name,

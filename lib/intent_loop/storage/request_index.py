@@ -18,10 +18,10 @@ for the id instead (a byte search, bounded memory) and marks the table for `rebu
 hook's after-answer child and the CLI run.
 """
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import loads, sha256_hex
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import loads, sha256_hex
 from intent_loop.storage.line_hash import find_hash_field, recorded_hash
 
 INDEX_FILE = "requests-2.idx"
@@ -287,7 +287,7 @@ def _ask_for_rebuild(tx):
     paths = tx.paths
 
     def rebuild_job(deadline):
-        from intent_loop.storage import checkpoint
+        from intent_loop.storage.cache import checkpoint
         from intent_loop.storage.ledger import open_ledger, read_range
 
         v = tx.verified

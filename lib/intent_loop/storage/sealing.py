@@ -4,8 +4,8 @@ The envelope it fills (schema version, actors) is defined beside its verifier in
 read path loads that module alone, appends load this one too.
 """
 
+from intent_loop.base.canonical import canonical_bytes, sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.canonical import canonical_bytes, sha256_hex
 from intent_loop.storage.ledger import ACTORS, REQUEST_EVENT_COUNT, SCHEMA_VERSION
 
 _REQUEST_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@-")

@@ -7,13 +7,15 @@ verification and the lock-free read path are in `ledger`.
 """
 import time
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import canonical_bytes, sha256_hex
+from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import checkpoint, fast_os
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import canonical_bytes, sha256_hex
-from intent_loop.storage.ledger import empty_verified, fold_lines, open_ledger, read_range, verify_from_checkpoint
+from intent_loop.storage.cache import checkpoint
+from intent_loop.storage.ledger import empty_verified, fold_lines, open_ledger, read_range
+from intent_loop.storage.reading import verify_from_checkpoint
 from intent_loop.storage.sealing import check_request_id, request_fingerprint, seal
-from intent_loop.storage.timestamps import format_utc
 
 
 class Transaction:
@@ -78,7 +80,7 @@ class Transaction:
     def _prepare(self):
         self.lock.clean_residue()
         _remove_orphan_temps(self.paths)
-        from intent_loop.storage.chain_marker import raise_if_marked
+        from intent_loop.storage.cache.chain_marker import raise_if_marked
 
         raise_if_marked(self.paths)  # the daily scrub found the chain broken: no write until recover
         self.fd, st = open_ledger(self.paths)
@@ -231,7 +233,7 @@ class Transaction:
         verifies it in full with the streaming verifier, and only then is it renamed over the
         ledger (the seed's replace protocol). Returns what `write` returned."""
         from intent_loop.storage.atomic import replace_atomically
-        from intent_loop.storage.bulk_verify import fold_stream
+        from intent_loop.storage.cache.bulk_verify import fold_stream
 
         fresh = empty_verified(self.reducer)
 

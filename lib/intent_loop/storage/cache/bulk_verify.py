@@ -19,9 +19,9 @@ decides with the stdlib and raises the same error the read path would. The prope
 import hashlib
 import re
 
+from intent_loop.base import fast_os
+from intent_loop.base.json_engine import engine  # orjson, or the stdlib behind its names
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import fast_os
-from intent_loop.storage.json_engine import engine  # orjson, or the stdlib behind its names
 from intent_loop.storage.ledger import (
     ACTORS,
     ENVELOPE_KEYS,
@@ -305,7 +305,7 @@ def canonical_bytes(value):
     except engine.JSONEncodeError:
         data = None
     if data is None or _float_risk(data):
-        from intent_loop.storage.canonical import canonical_bytes as stdlib_canonical_bytes
+        from intent_loop.base.canonical import canonical_bytes as stdlib_canonical_bytes
 
         return stdlib_canonical_bytes(value)
     return data
@@ -324,7 +324,7 @@ def loads(data):
             return engine.loads(data)
         except engine.JSONDecodeError:
             pass
-    from intent_loop.storage.canonical import loads as stdlib_loads
+    from intent_loop.base.canonical import loads as stdlib_loads
 
     try:
         return stdlib_loads(data)

@@ -15,8 +15,10 @@ and 2 (`cache/v2.root`, one flat shard table) are ignored and removed on the fir
 
 import stat
 
+from intent_loop.base import fast_os
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import cache_store, fast_os
+from intent_loop.storage.cache import cache_store
+from intent_loop.storage.ledger import Verified
 
 CACHE_FORMAT = 3
 ROOT_FILE = cache_store.ROOT_FILE
@@ -42,23 +44,6 @@ CHECKPOINT_FIELDS = {
     "last_line_start": _count,
     "missing_lf": lambda value: type(value) is bool,
 }
-
-
-class Verified:
-    """The verified state of a ledger prefix: checkpoint plus the reducer's folded state."""
-
-    __slots__ = ("size", "count", "last_hash", "last_line_start", "state", "torn_tail", "missing_lf")
-
-    def __init__(self, size, count, last_hash, last_line_start, state, torn_tail=0, missing_lf=False):
-        self.size = size
-        self.count = count
-        self.last_hash = last_hash
-        self.last_line_start = last_line_start
-        self.state = state
-        # Bytes after the verified prefix that are not projected: a crashed appender's partial
-        # line, or the complete lines of a request whose remaining lines are missing.
-        self.torn_tail = torn_tail
-        self.missing_lf = missing_lf  # the last verified line ends the file without its LF
 
 
 class Cached:

@@ -32,10 +32,10 @@ lifecycle, never the words.
 """
 import stat
 
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import fast_os
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.storage.line_hash import self_verified_hash
 
 ROOT_FILE = "v3.root"

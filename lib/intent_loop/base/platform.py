@@ -6,7 +6,7 @@ story; keeping every such call here is what lets that port stay one module.
 import sys
 import time
 
-from intent_loop.storage import fast_os
+from intent_loop.base import fast_os
 
 IS_MACOS = sys.platform == "darwin"
 IS_WINDOWS = fast_os.name == "nt"

@@ -9,8 +9,8 @@ ever *accepts* a line when the engine re-serialises it byte for byte to what the
 with `Stdlib` that is the stdlib itself, so the verdicts are the same and only the speed differs
 (docs/performance.md quotes `verify` both ways; tests/test_bulk_verify.py runs under both).
 """
+from intent_loop.base import canonical
 from intent_loop.errors import IntentLoopError
-from intent_loop.storage import canonical
 
 
 class Stdlib:

@@ -4,7 +4,7 @@ build.py copies this module's source into each binary's /bin/sh launcher, which 
 data root to find the extracted runtime before anything else can be imported (it swaps the
 `fast_os` import below for the real `os` there).
 """
-from intent_loop.storage import fast_os
+from intent_loop.base import fast_os
 
 ROOT_SUFFIX = ("plugin-data", "intent-loop", "v1")
 

@@ -8,8 +8,8 @@ Guard file is not published again, until `intent-loop recover` (or a full verifi
 passes) removes it. It holds a line number and an error code, never content. Deleting `cache/`
 removes it too; the next rebuild verifies in full and finds the damage again.
 """
+from intent_loop.base import fast_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import fast_os
 
 MARKER_FILE = "chain-broken.json"
 
@@ -34,7 +34,7 @@ def raise_if_marked(paths):
 
 
 def _read(path):
-    from intent_loop.storage.canonical import loads
+    from intent_loop.base.canonical import loads
 
     try:
         with open(path, "rb") as fh:
@@ -47,9 +47,9 @@ def _read(path):
 
 def write(paths, error):
     """Replace the checkpoint with the marker (the scrub found `error`)."""
+    from intent_loop.base.canonical import canonical_bytes
     from intent_loop.storage.atomic import replace_atomically
-    from intent_loop.storage.canonical import canonical_bytes
-    from intent_loop.storage.checkpoint import STATE_FILE
+    from intent_loop.storage.cache.checkpoint import STATE_FILE
 
     record = {"kind": "chain_broken", "line": error.line, "code": error.code}
     replace_atomically(marker_path(paths), canonical_bytes(record) + b"\n", durable=False)

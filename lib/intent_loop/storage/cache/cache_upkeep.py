@@ -17,10 +17,11 @@ identity is compared before and after publishing, and a checkpoint of a replaced
 """
 import time
 
+from intent_loop.base import fast_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import chain_marker, checkpoint, fast_os
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage.bulk_verify import fold_stream
+from intent_loop.storage.cache import chain_marker, checkpoint
+from intent_loop.storage.cache.bulk_verify import fold_stream
 from intent_loop.storage.ledger import empty_verified, is_project_present, open_ledger
 
 REBUILD_LOCK = "rebuild.lock"
@@ -39,7 +40,7 @@ def same_state(cached, fresh, reducer=None):
     every pointer resolved, and a check that fails is a difference, where a normal read would
     quietly re-fold and repair (so the scrub still reports the damage)."""
     if reducer is not None and hasattr(reducer, "cache_plain"):
-        from intent_loop.storage.cache_store import Untrusted
+        from intent_loop.storage.cache.cache_store import Untrusted
 
         # the fast proof first: the cache's files say exactly what a save of the fold would write
         # (no pointer resolved; at 100,000 events resolving them all took most of the comparison)
@@ -54,7 +55,7 @@ def same_state(cached, fresh, reducer=None):
 
 
 def verify_everything(paths, reducer, *, on_progress=None, on_event=None, leave_checkpoint=False, report=None):
-    """Full verification from the first byte, streamed; raises on damage (see ledger.verify_all).
+    """Full verification from the first byte, streamed; raises on damage (see reading.verify_all).
 
     `report` (with `leave_checkpoint`): also compare the cache with what the ledger folds to, as
     the scrub does (`_fold_comparing`), and call `report(IntentLoopError(CACHE_MISMATCH))` when
@@ -184,7 +185,7 @@ class _UpkeepLock:
                                    fast_os.O_RDONLY | fast_os.O_CREAT | fast_os.O_NOFOLLOW, 0o600)
         except (OSError, IntentLoopError):
             return
-        from intent_loop.storage import platform
+        from intent_loop.base import platform
 
         try:
             self.held = platform.wait_for_lock(self.fd, until=0, pause=0)
