@@ -212,6 +212,23 @@ def test_wrong_event_and_invalid_json(event, env, ws):
 
 
 @pytest.mark.parametrize("event", list(BINARIES))
+@pytest.mark.parametrize("missing", ["session_id", "cwd"])
+def test_a_payload_without_session_or_cwd_fails_open_and_logs_its_code(event, missing, env, ws):
+    payload = prompt_payload(ws, "keep going", hook_event_name=event)
+    payload[missing] = None if missing == "cwd" else ""
+    _fail_open(event, payload, env)
+    if event == "UserPromptSubmit":  # a typed command is never dropped without telling the user
+        payload["prompt"] = "intent: goal ship it"
+        _out, answer, _e = hook(event, payload, env)
+        assert "NOT recorded (INVALID_HOOK_PAYLOAD)" in answer["systemMessage"], answer
+    log = os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl")
+    with open(log) as fh:
+        codes = [json.loads(line)["code"] for line in fh]
+    assert set(codes) == {"INVALID_HOOK_PAYLOAD"}
+    assert not os.path.exists(project_of(env, ws).ledger)
+
+
+@pytest.mark.parametrize("event", list(BINARIES))
 def test_missing_data_root(event, env, ws):
     env = dict(env)
     del env["INTENT_LOOP_DATA_DIR"]
@@ -375,9 +392,8 @@ def _deferred_observation(env, ws, monkeypatch, *, turn):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     runtime = {"env": env, "deadline": time.monotonic() + 10, "executable": None}
-    answer = handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn=turn), runtime)
-    _paths, record = answer["after_answer"]
-    return record
+    handlers.user_prompt_submit(prompt_payload(ws, "keep going", turn=turn), runtime)
+    return runtime["after"].work(succeeded=True)
 
 
 def project_state(env, ws):

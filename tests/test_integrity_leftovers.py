@@ -105,7 +105,7 @@ def test_status_and_doctor_still_advise_recover_for_a_damaged_line(env, ws):
 
 # -- read caps: the seen record, Codex's hooks.json and config.toml --------------------------------
 def _seen_path(project, env, ws):
-    from intent_loop.hook.handlers import SEEN_PREFIX
+    from intent_loop.hook.seen_record import SEEN_PREFIX
     from intent_loop.storage.paths import session_hash
 
     return os.path.join(project.cache_dir, f"{SEEN_PREFIX}{session_hash(prompt_payload(ws, 'x')['session_id'])}.json")

@@ -74,8 +74,9 @@ def _detach_stdio():
         fast_os.close(null)
 
 
-def rebuild_after_answer(paths, reducer):
-    """The after-answer work of a hook that found the checkpoint far behind: (paths, job, budget).
+def rebuild_after_answer(paths, reducer, after):
+    """Queue on `after` (hook/runtime.AfterAnswer) the work of a hook that found the checkpoint far
+    behind: it runs once the answer is out even though the read failed, within its own budget.
 
     The rebuild reads without the project lock and publishes atomically, one at a time per project
     (storage/cache/cache_upkeep.py), so the next hook finds a checkpoint and injects the full view."""
@@ -86,7 +87,7 @@ def rebuild_after_answer(paths, reducer):
 
         cache_upkeep.rebuild(paths, reducer)
 
-    return (paths, job, REBUILD_BUDGET)
+    after.despite_failure(paths, job, budget=REBUILD_BUDGET)
 
 
 def upkeep(paths, *, report):

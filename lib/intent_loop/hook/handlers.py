@@ -6,16 +6,15 @@ docs/hooks.md (intent/continuity.py): its own, else the workspace's current task
 never typed a command writes nothing to the ledger.
 """
 
-from intent_loop.base import fast_os
-from intent_loop.base.canonical import canonical_bytes, loads, sha256_hex
-from intent_loop.errors import IntentLoopError
+from intent_loop.base.canonical import sha256_hex
+from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.hook.runtime import after_of
+from intent_loop.hook.seen_record import SeenRecord
 from intent_loop.storage.paths import check_real_directory, project_paths, resolve_data_root, session_hash
 
 # Only what every call needs is imported here; the ledger, command handling, views, publishing
 # and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
 # A project intent-loop has never written to has no state to read.
-SEEN_PREFIX = "v2.seen-"
-SEEN_CAP = 64 << 10  # a seen record is a few hundred bytes; a bigger one is not ours to believe
 # A project never written to: REDUCER.initial()'s maps, typed here so that path (every Codex
 # session in a folder intent-loop never recorded) imports no reducer; tests/test_hook_modules.py
 # pins it to REDUCER.initial().
@@ -34,7 +33,9 @@ def reducer():
 REBUILD_THRESHOLD = 4 << 20
 
 
-def read_verified(paths):
+def read_verified(paths, after):
+    """The verified state; CACHE_REBUILDING when the checkpoint is far behind, with the rebuild
+    queued on `after` (an AfterAnswer) to run once the answer is out, whatever the handler does."""
     from intent_loop.storage.reading import load_verified
     try:
         return load_verified(paths, reducer(), max_unverified=REBUILD_THRESHOLD)
@@ -42,12 +43,12 @@ def read_verified(paths):
         if exc.code == "CACHE_REBUILDING":
             from intent_loop.hook.deferred import rebuild_after_answer
 
-            exc.after_answer = rebuild_after_answer(paths, reducer())
+            rebuild_after_answer(paths, reducer(), after)
         raise
 
 
-def read_state(paths):
-    return read_verified(paths).state
+def read_state(paths, after):
+    return read_verified(paths, after).state
 
 
 class HookContext:
@@ -56,9 +57,11 @@ class HookContext:
     def __init__(self, payload, runtime):
         session_id, cwd = payload.get("session_id"), payload.get("cwd")
         if not isinstance(session_id, str) or not session_id or not isinstance(cwd, str):
-            raise ValueError("payload lacks session_id or cwd")
+            raise IntentLoopError(ErrorCode.INVALID_HOOK_PAYLOAD,
+                                  "the hook's payload lacks a session_id or cwd string; nothing was recorded")
         self.env = runtime["env"]
         self.deadline = runtime["deadline"]
+        self.after = after_of(runtime)  # what runs once the answer is out (hook/runtime.AfterAnswer)
         root, _how = resolve_data_root(self.env, executable=runtime.get("executable"))
         self.paths = project_paths(root, cwd)
         self.workspace = self.paths.root
@@ -66,10 +69,10 @@ class HookContext:
         self.session = session_hash(session_id)
         self.state = NO_STATE
         self.verified = None  # what a mutation continues from, so the cache is parsed once per call
-        self._seen_record = None  # the cache's seen record, read at most once per call
+        self.seen = SeenRecord(self.paths, self.session, cwd=cwd, env=self.env)  # what this session was told
         self._place = None
         if check_real_directory(self.paths.dir):
-            self.verified = read_verified(self.paths)
+            self.verified = read_verified(self.paths, self.after)
             self.state = self.verified.state
 
     def linked_task(self):
@@ -83,169 +86,6 @@ class HookContext:
             self._place = Place(self.state, self.paths, self.session)
         return self._place
 
-    def has_record(self):
-        """Whether this session ever had a seen record (an unlinked session's first prompt has none)."""
-        return bool(self._seen())
-
-    def known_current(self, who):
-        """The current task `who` ("user": the receipt line, "model": the context) was last told of:
-        a task id, "" for none, or None when never recorded (a session older than this field)."""
-        value = self._seen().get(_TOLD[who])
-        return value if isinstance(value, str) else None
-
-    def note_current(self, state, *, user=True, model=True):
-        """`who` now knows the current task of `state` (told, or moved by this session itself)."""
-        from intent_loop.intent.continuity import current_task_id
-
-        record = self._seen()
-        current = current_task_id(state) or ""
-        changed = False
-        for who, told in (("user", user), ("model", model)):
-            if told and record.get(_TOLD[who]) != current:
-                record[_TOLD[who]] = current
-                changed = True
-        if changed:
-            self._write_seen(record)
-
-    def _seen_path(self):
-        # Format 2 (with the sharded cache): a format-1 `seen-<session>.json` is never read; it is
-        # removed when this session's record is first written again, or with the rest of cache/.
-        return fast_os.path.join(self.paths.cache_dir, f"{SEEN_PREFIX}{self.session}.json")
-
-    def _write_seen(self, record):
-        try:  # a symlinked cache/ is never written through (isdir would follow it)
-            real = check_real_directory(self.paths.cache_dir)
-        except IntentLoopError:
-            real = False
-        if real:
-            from intent_loop.storage.atomic import replace_atomically
-
-            try:
-                replace_atomically(self._seen_path(), canonical_bytes(record), durable=False)
-            except IntentLoopError:
-                return
-            if self._seen_record is None or not self._seen_record:
-                try:
-                    fast_os.unlink(fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json"))
-                except OSError:
-                    pass
-            self._seen_record = record
-
-    # -- the Guard file, seen from this session (docs/hooks.md, "Work after the answer") ----------
-    def guard_signature(self):
-        """(size, mtime, inode) of the Guard file Guard reads for this session, or None: one lstat,
-        compared with what the last refresh left, decides whether a repair is due."""
-        from intent_loop.guard.location import provider_path  # not provider: its imports cost every prompt
-
-        try:
-            st = fast_os.lstat(provider_path(self.cwd, self.env))
-        except OSError:
-            return None
-        return [st.st_size, st.st_mtime_ns, st.st_ino]
-
-    def guard_changed(self):
-        return self._seen().get("guard_file", "never") != self.guard_signature()
-
-    def note_guard(self, result=None):
-        """After a refresh: remember the file as it is now, and what the user must still hear of it
-        (a repair, a refusal found after the answer), for the next prompt's receipt."""
-        from intent_loop.ops.receipts import guard_news
-
-        self._seen_record = None  # read again: after the answer, the next prompt may have written it since
-        record = self._seen()
-        record["guard_file"] = self.guard_signature()
-        news = guard_news(result)
-        if news is not None:
-            record["guard_news"] = news
-        self._write_seen(record)
-
-    def take_guard_news(self):
-        """The Guard news waiting in the seen record, worded, once (cleared here)."""
-        news = self._seen().get("guard_news")
-        if news is None:
-            return None
-        from intent_loop.ops.receipts import guard_news_text
-
-        record = self._seen()
-        record.pop("guard_news", None)
-        self._write_seen(record)
-        return guard_news_text(news)
-
-    def remember_view(self, text, state, *, model_told=True):
-        """Record (in the deletable cache) which view this session was shown, and as of which
-        claim-changing event, so a later prompt with nothing new need not even render it; the model
-        then also knows the current task (`model_told`)."""
-        record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
-        seen = self._seen()
-        for key in ("proposals_seq", "guard_file", "guard_news", *_TOLD.values()):
-            if key in seen:
-                record[key] = seen[key]
-        if model_told:
-            from intent_loop.intent.continuity import current_task_id
-
-            record[_TOLD["model"]] = current_task_id(state) or ""
-        self._write_seen(record)
-
-    def new_proposals(self, state):
-        """The agent's proposals for this session's task the user has not been told about yet; they
-        count as told from now on (the seen record: deleting the cache names them once more)."""
-        from intent_loop.intent.continuity import Place
-
-        task = state["tasks"].get(Place(state, self.paths, self.session).task_id)  # its own, or the one it follows
-        newest = task.get("proposal_seq", 0) if task is not None else 0
-        if not newest:
-            return []
-        told = self._seen().get("proposals_seq")
-        told = told if type(told) is int else 0
-        if newest <= told:
-            return []
-        record = self._seen()
-        record["proposals_seq"] = newest
-        self._write_seen(record)
-        return sorted((c for c in state["candidates"].values() if c.get("kind") == "proposal"
-                       and c["task_id"] == task["task_id"] and c["state"] == "open" and c["seq"] > told),
-                      key=lambda c: (c["seq"], c["candidate_id"]))
-
-    def note_unseen(self, items):
-        """A prompt answered locally changed the task: the model has not seen the view since, so
-        the seen record keeps its old view and gains what changed (for the next model prompt)."""
-        record = self._seen()
-        record["unseen"] = (record.get("unseen") if isinstance(record.get("unseen"), list) else []) + items
-        self._write_seen(record)
-
-    def unseen_changes(self):
-        """What locally answered prompts changed, for the model. The record is a deletable cache,
-        so only records of the shape ops.receipts makes (an outcome, a verb, short ids) are worded:
-        a hand-edited record cannot put words into the model's context."""
-        items = self._seen().get("unseen")
-        if not isinstance(items, list) or not items:
-            return []
-        from intent_loop.hook.prompt_answer import change_texts
-
-        return change_texts(items)
-
-    def _seen(self):
-        if self._seen_record is None:
-            from intent_loop.storage.paths import read_capped
-
-            try:  # a derived file: a link, FIFO or /dev/zero there is no record (never followed, never blocks)
-                data = read_capped(self._seen_path(), SEEN_CAP)
-                record = loads(data) if data is not None else {}
-            except (OSError, ValueError, RecursionError, IntentLoopError):
-                record = {}
-            self._seen_record = record if isinstance(record, dict) else {}
-        return dict(self._seen_record)
-
-    def has_seen(self, text):
-        return self._seen().get("view_sha256") == sha256_hex(text.encode())
-
-    def has_seen_changes_up_to(self, state):
-        """True when no claim-changing event happened since this session was shown its view."""
-        return self._seen().get("change_seq") == state["last_change"]["seq"]
-
-
-# The seen record's fields for the current task each audience was last told of (docs/hooks.md).
-_TOLD = {"user": "current_user", "model": "current_model"}
 
 
 def _source(kind, opaque_id, text, *, redaction=None):
@@ -273,6 +113,11 @@ def _former_ids(request_id_under):
 
 
 def _is_recording(ctx, task):
+    """THE recording rule: a hook records this session's prompts and turns into `task` only while
+    the task exists, is on, and is private nowhere for this session. The deferred writes ask it
+    again under the lock (the task may have been turned off, made private or deleted between the
+    hook's lock-free read and its write); a session that moved on to another task meanwhile still
+    gets its observation recorded under the task it was made in."""
     from intent_loop.intent.private_mode import is_private_here
 
     return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
@@ -299,7 +144,7 @@ def session_start(payload, runtime):
     if not text:
         return None
     if place.linked is not None:  # an unlinked session writes nothing, not even its seen record
-        ctx.remember_view(view or "", ctx.state)
+        ctx.seen.remember_view(view or "", ctx.state)
     return {"context": text}
 
 
@@ -335,21 +180,20 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     task = ctx.linked_task()
     answer = {}
     if _is_recording(ctx, task):  # only a linked session's prompts are observed
-        answer["after_answer"] = (ctx.paths, _observation_job(ctx, payload, prompt, actor=actor,
-                                                              task_id=task["task_id"]))
+        ctx.after.add(ctx.paths, _observation_job(ctx, payload, prompt, actor=actor, task_id=task["task_id"]))
     if not ctx.state["tasks"]:
         return answer or None
     if actor == "agent":  # a subagent's prompt (written by the parent model): the view, read-only
         _subagent_view(ctx, answer)
         return answer or None
     items = []
-    news = ctx.take_guard_news()
+    news = ctx.seen.take_guard_news()
     if news is not None:
         from intent_loop.hook.prompt_answer import Pinned
 
         items.append(Pinned(news))
-    if ctx.place().current is not None and ctx.guard_changed():
-        _after(answer, ctx.paths, _guard_repair_job(ctx))
+    if ctx.place().current is not None and ctx.seen.guard_changed():
+        ctx.after.add(ctx.paths, _guard_repair_job(ctx))
     _announce_proposals(ctx, ctx.state, answer, items)
     _tell_what_changed(ctx, answer, items)
     if items:
@@ -378,20 +222,6 @@ def _subagent_view(ctx, answer):
         answer["context"] = text if text == PRIVATE_NOTICE else SUBAGENT_HEADER + "\n" + text
 
 
-def _after(answer, paths, job):
-    """Add `job` to what runs after the answer (after the one already there, if any)."""
-    first = answer.get("after_answer")
-    if first is None:
-        answer["after_answer"] = (paths, job)
-        return
-
-    def both(deadline):
-        first[1](deadline)
-        job(deadline)
-
-    answer["after_answer"] = (paths, both)
-
-
 def _guard_repair_job(ctx):
     """The Guard file is not as the last refresh left it (one lstat said so): refresh it under the
     lock after the answer. A damaged file of ours is written back as recorded, a foreign one is left
@@ -401,7 +231,7 @@ def _guard_repair_job(ctx):
         from intent_loop.storage.transaction import Transaction
 
         with Transaction(ctx.paths, reducer(), deadline=deadline) as tx:
-            ctx.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
+            ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
 
     return repair
 
@@ -414,7 +244,7 @@ def _observation_job(ctx, payload, prompt, *, actor, task_id):
         source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
 
         def plan(state):
-            if not _is_still_recording(ctx, state, task_id):
+            if not _is_recording(ctx, state["tasks"].get(task_id)):
                 return []
             p = Plan(state, now="")
             observe(p, task_id=task_id, event_type="source_observed", session_hash=ctx.session,
@@ -436,7 +266,7 @@ def moved_elsewhere(ctx, place, who):
         return None
     from intent_loop.intent.continuity import moved_notice
 
-    known = ctx.known_current(who)
+    known = ctx.seen.known_current(who)
     if known is None:
         return moved_notice(ctx.state, ctx.paths, place, known=place.linked) if place.kind == "older" else None
     if known == (place.current or ""):
@@ -449,31 +279,31 @@ def _tell_what_changed(ctx, answer, items):
     it last saw it, after the notice that the current task moved, if it did (the user reads that
     notice first in the receipt line)."""
     place = ctx.place()
-    if place.kind == "unlinked" and not ctx.has_record():
+    if place.kind == "unlinked" and not ctx.seen.has_record():
         # its SessionStart, which runs before the first prompt, has just injected the current view
         from intent_loop.intent.session_view import session_context
 
         _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
-        ctx.remember_view(text or "", ctx.state)
-        ctx.note_current(ctx.state)
+        ctx.seen.remember_view(text or "", ctx.state)
+        ctx.seen.note_current(ctx.state)
         return
     for_user, for_model = moved_elsewhere(ctx, place, "user"), moved_elsewhere(ctx, place, "model")
     if for_user:
         items.insert(0, for_user)
     view = None
-    unseen = ctx.unseen_changes()
-    if not ctx.has_seen_changes_up_to(ctx.state) or unseen:  # only then: the views cost their imports
+    unseen = ctx.seen.unseen_changes()
+    if not ctx.seen.has_seen_changes_up_to(ctx.state) or unseen:  # only then: the views cost their imports
         from intent_loop.intent.session_view import session_context
 
         _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
-        if text is not None and not ctx.has_seen(text):
+        if text is not None and not ctx.seen.has_seen(text):
             view = _with_change_note(ctx, text)
-            ctx.remember_view(text, ctx.state)
+            ctx.seen.remember_view(text, ctx.state)
         elif unseen:  # a change that left the view as it was (a dismissed proposal): the note alone
             from intent_loop.hook.prompt_answer import change_note
 
             view = change_note(unseen).replace(" The view below is current.", "")
-            ctx.remember_view(text or "", ctx.state)
+            ctx.seen.remember_view(text or "", ctx.state)
     if for_model:
         from intent_loop.hook.prompt_answer import PREFIX
 
@@ -481,12 +311,12 @@ def _tell_what_changed(ctx, answer, items):
     context = "\n".join(part for part in (for_model, view) if part)
     if context:
         answer["context"] = context
-    ctx.note_current(ctx.state)
+    ctx.seen.note_current(ctx.state)
 
 
 def _announce_proposals(ctx, state, answer, items=None):
     """Name the agent's new proposals once, in the user's receipt line, with how to confirm them."""
-    proposals = ctx.new_proposals(state)
+    proposals = ctx.seen.new_proposals(state)
     if not proposals:
         return
     from intent_loop.hook.prompt_answer import proposal_items, receipt_line
@@ -502,18 +332,8 @@ def _announce_proposals(ctx, state, answer, items=None):
 def _with_change_note(ctx, view):
     from intent_loop.hook.prompt_answer import change_note
 
-    note = change_note(ctx.unseen_changes())
+    note = change_note(ctx.seen.unseen_changes())
     return view if note is None else note + "\n" + view
-
-
-def _is_still_recording(ctx, state, task_id):
-    """Re-checked under the lock: the task may have been turned off, made private or deleted
-    between the hook's lock-free read and its deferred write. A session that has moved on to
-    another task meanwhile still gets this observation recorded under the task it was made in."""
-    from intent_loop.intent.private_mode import is_private_here
-
-    task = state["tasks"].get(task_id)
-    return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
 
 
 def _run_prompt_commands(payload, runtime, prompt):
@@ -524,7 +344,8 @@ def _run_prompt_commands(payload, runtime, prompt):
     commands = parse_prompt(prompt)
     # Whatever stops this call from here on (the hook's deadline included, which no except clause
     # below sees), the answer names the commands that were not recorded (hook.runtime uses it).
-    runtime["on_failure"] = lambda exc: prompt_answer.failure_answer(exc, count=len(commands))
+    after = after_of(runtime)
+    after.on_failure = lambda exc: prompt_answer.failure_answer(exc, count=len(commands))
     try:
         ctx = HookContext(payload, runtime)
         ctx.place()  # where the session stood BEFORE its commands (the transaction continues ctx.state)
@@ -537,17 +358,14 @@ def _run_prompt_commands(payload, runtime, prompt):
             cwd=ctx.cwd)
         # the state the commands produced, from their own transaction; reread only when nothing was
         # written in this call (all lines rejected, or a retry that returned the stored events)
-        state = receipt.state if receipt.state is not None else read_state(ctx.paths)
+        state = receipt.state if receipt.state is not None else read_state(ctx.paths, after)
     except (IntentLoopError, OSError) as exc:  # a failure never blocks: the prompt goes on, the user is told
         from intent_loop.hook.runtime import log_failure
 
-        answer = prompt_answer.failure_answer(exc, count=len(commands))
-        if getattr(exc, "after_answer", None) is not None:  # CACHE_REBUILDING: nothing written, rebuild now
-            answer["after_answer"] = exc.after_answer
-        else:
+        if after.rescue is None:  # not CACHE_REBUILDING (nothing written, and its rebuild is queued)
             log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
-        return answer
-    runtime["on_failure"] = lambda exc: _recorded_but_unanswered(exc, receipt)
+        return prompt_answer.failure_answer(exc, count=len(commands))
+    after.on_failure = lambda exc: _recorded_but_unanswered(exc, receipt)
     local_only = prompt_answer.is_local_only(prompt, commands)
     explicit = any(getattr(c, "verb", None) in _CHOOSES_TASK and c.kind == "manage" for c in commands)
     if local_only and not _is_steering(payload):
@@ -604,11 +422,11 @@ def _local_answer(ctx, state, receipt, *, explicit):
         if receipt.show_view else None
     notice = continuity_item(ctx, state, explicit=explicit)
     if receipt.events and not receipt.replayed and receipt.changes:
-        ctx.note_unseen(prompt_answer.change_items(receipt))
+        ctx.seen.note_unseen(prompt_answer.change_items(receipt))
     extra = []
     _pending_guard_news(ctx, receipt, extra)
     _announce_proposals(ctx, state, None, extra)
-    ctx.note_current(state, model=False)
+    ctx.seen.note_current(state, model=False)
     return {"block_reason": prompt_answer.local_answer(receipt, shown=shown, help_text=HELP_TEXT, extra=extra,
                                                        notice=notice)}
 
@@ -616,13 +434,13 @@ def _local_answer(ctx, state, receipt, *, explicit):
 def _pending_guard_news(ctx, receipt, items):
     """Guard news a Stop or a repair left for this session, unless this prompt's own Guard line is
     newer; the file as this prompt left it is what the next lstat compares with."""
-    news = ctx.take_guard_news()
+    news = ctx.seen.take_guard_news()
     if news is not None and not (receipt.publication and receipt.publication.get("action") != "unchanged"):
         from intent_loop.hook.prompt_answer import Pinned
 
         items.insert(0, Pinned(news))
     if receipt.publication is not None:
-        ctx.note_guard()
+        ctx.seen.note_guard()
 
 
 def _guard_status(ctx, state):
@@ -650,14 +468,14 @@ def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
 
         parts.append(HELP_TEXT)
     _task_id, view = apply_commands.session_context(state, ctx.paths, ctx.session)
-    if view is not None and (receipt.events or receipt.show_view or not ctx.has_seen(view)):
+    if view is not None and (receipt.events or receipt.show_view or not ctx.seen.has_seen(view)):
         parts.append(_with_change_note(ctx, view))
-        ctx.remember_view(view, state)
+        ctx.seen.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
     items = prompt_answer.receipt_items(receipt, notice=notice)
     _pending_guard_news(ctx, receipt, items)
     _announce_proposals(ctx, state, answer, items)
-    ctx.note_current(state)
+    ctx.seen.note_current(state)
     if steering:  # only management lines, typed while a turn ran: a block would have ended that turn
         items.append("typed while a turn ran, so it went on to the model; between turns it is answered here")
     elif receipt.show_view or receipt.help:
@@ -696,7 +514,7 @@ def stop(payload, runtime):
         request_id, former_ids = _former_ids(request_id_under)
 
         def plan(state):
-            if not _is_still_recording(ctx, state, task_id):
+            if not _is_recording(ctx, state["tasks"].get(task_id)):
                 return []
             p = Plan(state, now="")
             observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
@@ -706,16 +524,17 @@ def stop(payload, runtime):
 
         def after_commit(tx, mutation):
             if mutation.detail is not None:  # a refusal or a repair found here is told at the next prompt
-                ctx.note_guard(publishing.apply_quietly(mutation.detail, env=ctx.env))
+                ctx.seen.note_guard(publishing.apply_quietly(mutation.detail, env=ctx.env))
 
         mutation = mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="stop",
                           params={"source": source}, plan=plan, deadline=deadline,
                           after_commit=after_commit, resume=ctx.verified)
         if mutation.replayed:  # a retried Stop still makes sure the file is current
             with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                ctx.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
+                ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
 
-    return {"after_answer": (ctx.paths, record_and_publish)}
+    ctx.after.add(ctx.paths, record_and_publish)
+    return None
 
 
 HANDLERS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit, "Stop": stop}

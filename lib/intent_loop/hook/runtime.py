@@ -17,6 +17,52 @@ DEADLINE_SECONDS = 2.0
 _EVENTS_WITH_CONTEXT = ("SessionStart", "UserPromptSubmit")
 
 
+class AfterAnswer:
+    """The one channel from a handler to the runtime besides its answer: the work to run once the
+    answer is out, and the answer to give instead if the handler then fails.
+
+    The runtime makes one per call (`runtime["after"]`, see after_of). `add(paths, job)` queues a
+    job over one project (jobs run in order, after a successful answer only); `despite_failure`
+    queues one that runs even when the handler raised (a cache rebuild: the read failed because
+    the checkpoint is far behind, so nothing is logged as a failure); `budget` is the seconds the
+    work may take (a rebuild's own, else the hook's); `on_failure(exc)` composes the answer that
+    names what the user typed and was not recorded, or was recorded and not answered."""
+
+    __slots__ = ("paths", "jobs", "rescue", "budget", "on_failure")
+
+    def __init__(self):
+        self.paths, self.jobs, self.rescue, self.budget, self.on_failure = None, [], None, None, None
+
+    def add(self, paths, job):
+        self.paths = paths
+        self.jobs.append(job)
+
+    def despite_failure(self, paths, job, *, budget):
+        self.paths, self.rescue, self.budget = paths, job, budget
+
+    def work(self, *, succeeded):
+        """The job to run now, or None: every queued job in order (after a failure, only the rescue)."""
+        jobs = ([self.rescue] if self.rescue is not None else []) + (self.jobs if succeeded else [])
+        if not jobs:
+            return None
+        if len(jobs) == 1:
+            return jobs[0]
+
+        def each(deadline):
+            for job in jobs:
+                job(deadline)
+
+        return each
+
+
+def after_of(runtime):
+    """The AfterAnswer of this call (a handler called without the runtime gets a fresh one)."""
+    after = runtime.get("after")
+    if after is None:
+        after = runtime["after"] = AfterAnswer()
+    return after
+
+
 class HookDeadline(BaseException):
     """Raised by SIGALRM; a BaseException so library code cannot swallow it."""
 
@@ -75,15 +121,17 @@ def render_answer(event_name, answer):
 
 def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline_seconds=DEADLINE_SECONDS,
              detach=False):
-    """Run `handler(payload, context) -> {"context"?, "system_message"?, "block_reason"?, "after_answer"?}` fail-open;
-    never raises. `after_answer` is (paths, job): work done once the answer is out, in a detached
-    child when `detach` (the hook process), else right here (in-process callers and tests)."""
+    """Run `handler(payload, context) -> {"context"?, "system_message"?, "block_reason"?}` fail-open;
+    never raises. What the handler queues on `context["after"]` (an AfterAnswer) runs once the
+    answer is out, in a detached child when `detach` (the hook process), else right here
+    (in-process callers and tests)."""
     env = fast_os.environment if env is None else env
     output = _Output(stdout_fd)
     started = time.monotonic()
     where = "start"
-    after_answer = None
-    context = {}
+    after = AfterAnswer()
+    context = {"after": after}
+    succeeded = False
 
     def on_term(signum, frame):
         output.write(FAIL_OPEN)
@@ -104,28 +152,29 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
         context.update(env=env, deadline=started + deadline_seconds - 0.25, executable=sys.argv[0])
         answer = handler(payload, context) if payload is not None else None
         where = "answer"
-        after_answer = answer.pop("after_answer", None) if answer else None
         data = render_answer(event_name, answer)
+        succeeded = True
     except BaseException as exc:  # the fail-open boundary: every failure becomes continue:true
         # a read that found the cache far behind (CACHE_REBUILDING) still leaves its rebuild behind
-        data, after_answer = FAIL_OPEN, getattr(exc, "after_answer", None)
-        if after_answer is None:
+        data = FAIL_OPEN
+        if after.rescue is None:
             log_failure(env, event_name, where, exc)
-            data = _failure_answer(event_name, context, exc)
+            data = _failure_answer(event_name, after, exc)
     try:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
     except OSError:
         pass
     output.write(data)
-    after_answer = _with_maintenance(after_answer, env, event_name)
-    if after_answer is not None:
-        _finish_after_answer(after_answer, env, event_name, detach=detach, deadline_seconds=deadline_seconds)
+    paths, job = _with_maintenance(after.paths, after.work(succeeded=succeeded))
+    if job is not None:
+        _finish_after_answer(paths, job, env, event_name, detach=detach,
+                             deadline_seconds=after.budget or deadline_seconds)
 
 
-def _failure_answer(event_name, context, exc):
+def _failure_answer(event_name, after, exc):
     """continue:true, with what the handler said to tell the user when it fails after accepting
-    work the user typed (`context["on_failure"]`, see handlers); never raises."""
-    on_failure = context.get("on_failure")
+    work the user typed (`after.on_failure`, see handlers); never raises."""
+    on_failure = after.on_failure
     if on_failure is None:
         return FAIL_OPEN
     try:
@@ -135,25 +184,22 @@ def _failure_answer(event_name, context, exc):
         return FAIL_OPEN
 
 
-def _with_maintenance(after_answer, env, event_name):
-    """The after-answer work, made to exist when only storage maintenance was asked for (the
-    detached child runs what the call and its own job asked for: see deferred.run_inline)."""
-    if after_answer is not None:
-        return after_answer
+def _with_maintenance(paths, job):
+    """(paths, job) of the after-answer work, made to exist when only storage maintenance was asked
+    for (the detached child runs what the call and its own job asked for: see deferred.run_inline)."""
+    if job is not None:
+        return paths, job
     pending_work = sys.modules.get("intent_loop.storage.pending_work")  # not loaded: nothing asked
     jobs = pending_work.peek_maintenance() if pending_work is not None else []
     if not jobs:
-        return None
+        return None, None
     return jobs[0][0], lambda deadline: None
 
 
-def _finish_after_answer(after_answer, env, event_name, *, detach, deadline_seconds):
+def _finish_after_answer(paths, job, env, event_name, *, detach, deadline_seconds):
     try:
         from intent_loop.hook import deferred
 
-        paths, job = after_answer[:2]
-        if len(after_answer) > 2:  # a job with its own budget (a cache rebuild)
-            deadline_seconds = after_answer[2]
         failed = lambda exc: log_failure(env, event_name, "after_answer", exc)  # noqa: E731
         scrub_found = lambda exc: log_failure(env, event_name, "scrub", exc)  # noqa: E731
         upkeep = lambda: deferred.upkeep(paths, report=scrub_found)  # noqa: E731
