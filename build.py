@@ -387,7 +387,9 @@ def cmd_bench(args):
     cmd_build([])
     hooks = subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_hooks.py"), *args]).returncode
     mcp = subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "bench_mcp.py")]).returncode
-    return hooks or mcp
+    # the modules each hook path loads before its answer, and their minimum import time (issue 26)
+    imports = subprocess.run([str(venv_python()), str(ROOT / "tests" / "bench" / "import_cost.py")]).returncode
+    return hooks or mcp or imports
 
 
 def cmd_bench_ledger(args):

@@ -172,7 +172,7 @@ def test_words_forged_into_claim_events_reach_neither_guard_nor_the_ledger(proje
 def test_a_session_link_forged_to_words_is_not_believed(project, workspace):
     """A session bucket's value was checked only to be a string: the next prompt's claim was
     rejected TASK_NOT_FOUND with the cache's words in its message ("no task <words> ...")."""
-    from intent_loop.intent.state_cache import _session_shard
+    from intent_loop.intent.cache_source import _session_shard
 
     task_id = seeded(project, workspace)
     edit_shard(project, _session_shard(SESSION), lambda d: d.update({SESSION: FORGED}))

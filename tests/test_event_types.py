@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from intent_loop.cli import history
-from intent_loop.intent import event_types, state, state_cache
+from intent_loop.intent import cache_source, event_types, state
 from intent_loop.intent.event_types import TABLE
 from intent_loop.ops import apply_commands, ledger_rewrite
 
@@ -40,7 +40,7 @@ def test_every_event_type_the_library_writes_or_compares_is_a_row():
 def test_the_readers_sets_are_the_tables():
     assert state.CLAIM_CHANGING == event_types.CHANGES_INTENT
     assert apply_commands._PROJECTION_EVENTS == event_types.REPUBLISHES
-    assert state_cache.CLAIM_SOURCES == {n: (t.claims, t.provenance) for n, t in TABLE.items() if t.claims}
+    assert cache_source.CLAIM_SOURCES == {n: (t.claims, t.provenance) for n, t in TABLE.items() if t.claims}
     assert ledger_rewrite.TOUCHED_BY_CLAIM_DELETION == {n for n, t in TABLE.items() if t.on_claim_deletion != "kept"}
 
 

@@ -10,6 +10,7 @@ import pytest
 from helpers.big_ledger import append_observations
 from helpers.cli_runner import make_cli
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.hook import context as hook_context
 from intent_loop.hook import handlers
 from intent_loop.hook.runtime import FAIL_OPEN, run_hook
 from intent_loop.intent.state import REDUCER
@@ -100,7 +101,7 @@ def test_timeline_refuses_a_shown_line_that_does_not_chain_to_the_checkpoint(cli
 
 
 def test_reading_lines_backwards_across_chunks_equals_reading_forwards(tmp_path):
-    from intent_loop.cli.inspect import _lines_backwards
+    from intent_loop.cli.timeline import _lines_backwards
 
     data = b"".join(b"x" * (n % 37) + b"\n" for n in range(300))
     path = tmp_path / "f"
@@ -161,7 +162,7 @@ def test_a_hook_answers_fail_open_and_rebuilds_then_the_next_one_injects(cli, mo
                   request_id="link-1", fingerprint="f")
     append_observations(project, task_id=task, count=300, session_hash=session_hash("sess-1"))
     _drop_cache(project)
-    monkeypatch.setattr(handlers, "REBUILD_THRESHOLD", 1000)
+    monkeypatch.setattr(hook_context, "REBUILD_THRESHOLD", 1000)
     assert _session_start(cli) == FAIL_OPEN  # answered at once, the rebuild ran after the answer
     assert os.path.exists(_state_file(project))
     assert checkpoint.load(project, REDUCER).verified.count == 303
@@ -425,7 +426,7 @@ def test_a_command_prompt_during_a_rebuild_writes_nothing_and_says_so(cli, monke
     project, task = _task_with(cli, 300)
     _drop_cache(project)
     before = os.path.getsize(project.ledger)
-    monkeypatch.setattr(handlers, "REBUILD_THRESHOLD", 1000)
+    monkeypatch.setattr(hook_context, "REBUILD_THRESHOLD", 1000)
     payload = {"hook_event_name": "UserPromptSubmit", "session_id": "sess-9", "cwd": cli.workspace,
                "turn_id": "t1", "prompt": "intent: must keep the tests green", "transcript_path": None}
     read, write = os.pipe()

@@ -19,12 +19,16 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# Up to the answer and the fork of the after-answer child (whose output goes to /dev/null), with
+# the handler the entry point in hooks/ imports: what Codex waits for.
+ENTRY = {"SessionStart": ("hooks.session_start", "session_start"),
+         "UserPromptSubmit": ("hooks.user_prompt", "user_prompt_submit"), "Stop": ("hooks.stop", "stop")}
 _RUN = r'''
 import os, sys
 sys.path[:0] = [{lib!r}, {root!r}]
-from intent_loop.hook import handlers
 from intent_loop.hook.runtime import run_hook
-run_hook({event!r}, handlers.HANDLERS[{event!r}], stdin_fd=0, stdout_fd=1, env=dict(os.environ))
+handler = getattr(__import__({module!r}, fromlist=[{name!r}]), {name!r})
+run_hook({event!r}, handler, stdin_fd=0, stdout_fd=1, env=dict(os.environ), detach=True)
 '''
 PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop")
 
@@ -43,7 +47,8 @@ def payloads(ws, n):
 
 
 def run(tree, event, payload, env, *, importtime):
-    code = _RUN.format(lib=str(tree / "lib"), root=str(tree), event=event)
+    module, name = ENTRY[event]  # an older tree's entry points import the same names from its handlers
+    code = _RUN.format(lib=str(tree / "lib"), root=str(tree), event=event, module=module, name=name)
     flags = ["-I", "-S", "-X", f"pycache_prefix={env['PYCACHE']}"] + (["-X", "importtime"] if importtime else [])
     done = subprocess.run([sys.executable, *flags, "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=env, timeout=60)
@@ -56,7 +61,7 @@ def run(tree, event, payload, env, *, importtime):
 
 def measure(tree, runs):
     """{path: (modules, minimum import µs)} for one source tree."""
-    with tempfile.TemporaryDirectory(prefix="il-imports-") as work:
+    with tempfile.TemporaryDirectory(prefix="il-imports-", ignore_cleanup_errors=True) as work:
         ws = Path(work, "ws")
         ws.mkdir()
         env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "INTENT_LOOP_DATA_DIR": str(Path(work, "d")),

@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - 3.12+ renamed the builtin module
 
 
 def _reject_non_json(value):
-    as_json = getattr(value, "__json__", None)  # a cache-backed mapping (cache_store.LazyMap)
+    as_json = getattr(value, "__json__", None)  # a cache-backed mapping (lazy_map.LazyMap)
     if as_json is not None:
         return as_json()
     raise IntentLoopError(ErrorCode.INVALID_EVENT, f"not representable in JSON: {type(value).__name__}")

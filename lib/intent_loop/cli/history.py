@@ -26,7 +26,7 @@ def register(subparsers):
 
 
 def cmd_log(args, console):
-    from intent_loop.cli.inspect import _Filter, _newest  # the timeline's verified backwards read
+    from intent_loop.cli.timeline import _Filter, _newest  # the timeline's verified backwards read
 
     if args.count < 0:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, "-n takes a number of events, 0 or more")

@@ -7,120 +7,16 @@ never typed a command writes nothing to the ledger.
 """
 
 from intent_loop.base.canonical import sha256_hex
-from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.errors import IntentLoopError
+from intent_loop.hook.context import (
+    HookContext,
+    is_recording,
+    make_source_ref,
+    read_state,
+    reducer,
+    with_former_ids,
+)
 from intent_loop.hook.runtime import after_of
-from intent_loop.hook.seen_record import SeenRecord
-from intent_loop.storage.paths import check_real_directory, project_paths, resolve_data_root, session_hash
-
-# Only what every call needs is imported here; the ledger, command handling, views, publishing
-# and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
-# A project intent-loop has never written to has no state to read.
-# A project never written to: REDUCER.initial()'s maps, typed here so that path (every Codex
-# session in a folder intent-loop never recorded) imports no reducer; tests/test_hook_modules.py
-# pins it to REDUCER.initial().
-NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task_id": None, "seq": 0}}
-
-
-def reducer():
-    from intent_loop.intent.state import REDUCER
-
-    return REDUCER
-
-
-# About 40 ms of stdlib verification: more unverified ledger than this after the checkpoint (the
-# cache was deleted or is of an old format) is not verified inside a hook's 2 s deadline. The hook
-# answers without context and its after-answer child rebuilds the checkpoint (hook/deferred.py).
-REBUILD_THRESHOLD = 4 << 20
-
-
-def read_verified(paths, after):
-    """The verified state; CACHE_REBUILDING when the checkpoint is far behind, with the rebuild
-    queued on `after` (an AfterAnswer) to run once the answer is out, whatever the handler does."""
-    from intent_loop.storage.reading import load_verified
-    try:
-        return load_verified(paths, reducer(), max_unverified=REBUILD_THRESHOLD)
-    except IntentLoopError as exc:
-        if exc.code == "CACHE_REBUILDING":
-            from intent_loop.hook.deferred import rebuild_after_answer
-
-            rebuild_after_answer(paths, reducer(), after)
-        raise
-
-
-def read_state(paths, after):
-    return read_verified(paths, after).state
-
-
-class HookContext:
-    """The project, session and state a handler works on (resolved once per call)."""
-
-    def __init__(self, payload, runtime):
-        session_id, cwd = payload.get("session_id"), payload.get("cwd")
-        if not isinstance(session_id, str) or not session_id or not isinstance(cwd, str):
-            raise IntentLoopError(ErrorCode.INVALID_HOOK_PAYLOAD,
-                                  "the hook's payload lacks a session_id or cwd string; nothing was recorded")
-        self.env = runtime["env"]
-        self.deadline = runtime["deadline"]
-        self.after = after_of(runtime)  # what runs once the answer is out (hook/runtime.AfterAnswer)
-        root, _how = resolve_data_root(self.env, executable=runtime.get("executable"))
-        self.paths = project_paths(root, cwd)
-        self.workspace = self.paths.root
-        self.cwd = cwd  # as given: Guard resolves EFG_CONTRACT_PATH from it, not from its realpath
-        self.session = session_hash(session_id)
-        self.state = NO_STATE
-        self.verified = None  # what a mutation continues from, so the cache is parsed once per call
-        self.seen = SeenRecord(self.paths, self.session, cwd=cwd, env=self.env)  # what this session was told
-        self._place = None
-        if check_real_directory(self.paths.dir):
-            self.verified = read_verified(self.paths, self.after)
-            self.state = self.verified.state
-
-    def linked_task(self):
-        return self.state["tasks"].get(self.state["sessions"].get(self.session))
-
-    def place(self):
-        """Where this session stands in the continuity table, for the state this call read."""
-        if self._place is None:
-            from intent_loop.intent.continuity import Place
-
-            self._place = Place(self.state, self.paths, self.session)
-        return self._place
-
-
-
-def _source(kind, opaque_id, text, *, redaction=None):
-    """A validated opaque host id is the source identity; else the hash of the REDACTED text
-    (`redaction`: a version of the rules other than the current one, see _former_ids)."""
-    from intent_loop.intent.claims import is_opaque_id
-    from intent_loop.redact import VERSION, has_secret, redact
-
-    if is_opaque_id(opaque_id) and not has_secret(opaque_id):
-        return {"kind": kind, "event_id": opaque_id}
-    redacted = redact(text or "", version=redaction or VERSION)
-    # surrogatepass: a prompt may hold a lone surrogate (its line is rejected); the hash must not fail
-    return {"kind": kind, "sha256": sha256_hex(redacted.encode("utf-8", "surrogatepass"))}
-
-
-def _former_ids(request_id_under):
-    """The ids a request had under the previous redaction rules when they differ from today's: a
-    retry that spans an upgrade of the rules finds the request recorded before it (mutate's
-    `former_request_ids`; docs/upgrading.md). Text the pre-filter clears redacts alike, so ordinary
-    prompts pay nothing; only one version back: a retry spans seconds, not two upgrades."""
-    from intent_loop.redact import VERSION
-
-    current, former = request_id_under(VERSION), request_id_under(VERSION - 1)
-    return current, (() if former == current else (former,))
-
-
-def _is_recording(ctx, task):
-    """THE recording rule: a hook records this session's prompts and turns into `task` only while
-    the task exists, is on, and is private nowhere for this session. The deferred writes ask it
-    again under the lock (the task may have been turned off, made private or deleted between the
-    hook's lock-free read and its write); a session that moved on to another task meanwhile still
-    gets its observation recorded under the task it was made in."""
-    from intent_loop.intent.private_mode import is_private_here
-
-    return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
 
 
 # -- SessionStart --------------------------------------------------------------------------
@@ -172,14 +68,14 @@ def _prompt_request_ids(ctx, payload, prompt):
         prompt_hash = sha256_hex(redact(prompt, version=version).encode("utf-8", "surrogatepass"))
         return "prompt:" + sha256_hex("\0".join(("UserPromptSubmit", ctx.session, turn, prompt_hash)).encode("utf-8"))
 
-    return _former_ids(request_id_under)
+    return with_former_ids(request_id_under)
 
 
 def _observe_prompt(payload, runtime, prompt, *, actor):
     ctx = HookContext(payload, runtime)
     task = ctx.linked_task()
     answer = {}
-    if _is_recording(ctx, task):  # only a linked session's prompts are observed
+    if is_recording(ctx, task):  # only a linked session's prompts are observed
         ctx.after.add(ctx.paths, _observation_job(ctx, payload, prompt, actor=actor, task_id=task["task_id"]))
     if not ctx.state["tasks"]:
         return answer or None
@@ -241,10 +137,10 @@ def _observation_job(ctx, payload, prompt, *, actor, task_id):
         from intent_loop.intent.tasks import Plan, observe
         from intent_loop.storage.transaction import mutate
 
-        source = _source("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
+        source = make_source_ref("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
 
         def plan(state):
-            if not _is_recording(ctx, state["tasks"].get(task_id)):
+            if not is_recording(ctx, state["tasks"].get(task_id)):
                 return []
             p = Plan(state, now="")
             observe(p, task_id=task_id, event_type="source_observed", session_hash=ctx.session,
@@ -349,7 +245,7 @@ def _run_prompt_commands(payload, runtime, prompt):
     try:
         ctx = HookContext(payload, runtime)
         ctx.place()  # where the session stood BEFORE its commands (the transaction continues ctx.state)
-        source_ref = _source("user_event", payload.get("turn_id"), prompt)
+        source_ref = make_source_ref("user_event", payload.get("turn_id"), prompt)
         request_id, former_ids = _prompt_request_ids(ctx, payload, prompt)
         receipt = apply_commands.run_commands(
             ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
@@ -488,53 +384,11 @@ def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
 
 # -- Stop ----------------------------------------------------------------------------------
 def stop(payload, runtime):
-    """Record a hash-only result signal, then refresh the Guard provider document (both after the
-    answer, which for Stop is always `{"continue":true}`)."""
-    ctx = HookContext(payload, runtime)
-    task = ctx.linked_task()
-    if not _is_recording(ctx, task):
-        return None
-    task_id = task["task_id"]
+    """The Stop handler (hook/turn_end.py), loaded only when called: hooks/stop.py imports it
+    directly, so the Stop path does not load the prompt handlers, nor they the Stop's."""
+    from intent_loop.hook.turn_end import stop as turn_end
 
-    def record_and_publish(deadline):
-        from intent_loop.guard import publishing
-        from intent_loop.intent.tasks import Plan, observe
-        from intent_loop.storage.transaction import Planned, Transaction, mutate
-
-        message = payload.get("last_assistant_message")
-        text = message if isinstance(message, str) else ""
-        source = _source("agent_turn", payload.get("turn_id"), text)
-        turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
-
-        def request_id_under(version):
-            source_then = _source("agent_turn", payload.get("turn_id"), text, redaction=version)
-            identity = source_then.get("event_id") or source_then["sha256"]
-            return "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, identity)).encode())
-
-        request_id, former_ids = _former_ids(request_id_under)
-
-        def plan(state):
-            if not _is_recording(ctx, state["tasks"].get(task_id)):
-                return []
-            p = Plan(state, now="")
-            observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
-                    source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
-            return Planned(p.drafts, detail=publishing.add_publication(p, workspace=ctx.workspace, env=ctx.env,
-                                                                           cwd=ctx.cwd))
-
-        def after_commit(tx, mutation):
-            if mutation.detail is not None:  # a refusal or a repair found here is told at the next prompt
-                ctx.seen.note_guard(publishing.apply_quietly(mutation.detail, env=ctx.env))
-
-        mutation = mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="stop",
-                          params={"source": source}, plan=plan, deadline=deadline,
-                          after_commit=after_commit, resume=ctx.verified)
-        if mutation.replayed:  # a retried Stop still makes sure the file is current
-            with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
-
-    ctx.after.add(ctx.paths, record_and_publish)
-    return None
+    return turn_end(payload, runtime)
 
 
 HANDLERS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit, "Stop": stop}

@@ -79,9 +79,9 @@ class ProjectReducer:
         return state_cache.split(state)
 
     def cache_join(self, root, store, *, paths, checkpoint):
-        from intent_loop.intent import state_cache
+        from intent_loop.intent import cache_source
 
-        return state_cache.join(self, root, store, paths=paths, checkpoint=checkpoint)
+        return cache_source.join(self, root, store, paths=paths, checkpoint=checkpoint)
 
     def cache_same_encoding(self, cached_state, fresh_state):
         from intent_loop.intent import state_cache

@@ -27,7 +27,7 @@ class Plan:
     """
 
     def __init__(self, state, *, now):
-        from intent_loop.intent.state_cache import scratch  # copies only what the plan touches
+        from intent_loop.intent.plan_copy import scratch  # copies only what the plan touches
 
         self.state = scratch(state)
         self.drafts = []

@@ -12,45 +12,10 @@ from intent_loop.intent.event_types import REPUBLISHES
 from intent_loop.intent.prompt_commands import Rejection
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE, session_context  # noqa: F401 (re-exported)
 from intent_loop.intent.state import REDUCER
-from intent_loop.ops.receipts import Entry
+from intent_loop.ops.receipts import Entry, Receipt
 from intent_loop.storage.transaction import Planned, mutate
 
 _PROJECTION_EVENTS = REPUBLISHES  # the event types a plan republishes the Guard file for (intent/event_types.py)
-
-
-class Receipt:
-    """What happened to each command line, for the user (systemMessage) and the model (context)."""
-
-    __slots__ = ("entries", "task_id", "notice", "show_view", "help", "events", "replayed", "publication",
-                 "state")
-
-    def __init__(self):
-        self.entries = []  # ops.receipts.Entry, one or more per line, rejections included
-        self.task_id = None
-        self.notice = None
-        self.show_view = False
-        self.help = False
-        self.events = []
-        self.replayed = False
-        self.publication = None
-        self.state = None  # the verified state right after the mutation, when one was written
-
-    def add(self, command, outcome, ids=(), **extra):
-        self.entries.append(Entry(command.line, command.verb, outcome, ids, **extra))
-
-    def reject(self, line, verb, code, reason):
-        self.entries.append(Entry(line, verb, "rejected", code=code, reason=reason))
-
-    @property
-    def rejected(self):
-        return [e for e in self.entries if e.outcome == "rejected"]
-
-    @property
-    def changes(self):
-        return [e for e in self.entries if e.is_change]
-
-    def projection_may_have_changed(self):
-        return any(e["event_type"] in _PROJECTION_EVENTS for e in self.events)
 
 
 def normalized(commands):

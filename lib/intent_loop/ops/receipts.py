@@ -6,6 +6,7 @@ model gets after prompts answered without it, and the CLI's `claim add`. The cha
 `outcome`, never on words, so a new outcome cannot silently drop out of it (tests/test_receipts.py
 runs every outcome through every rendering).
 """
+from intent_loop.intent.event_types import REPUBLISHES
 
 # outcome -> (words, whether it changed the recorded intent: it then joins the change note)
 OUTCOMES = {
@@ -186,3 +187,38 @@ def guard_news_text(news):
     if isinstance(code, str) and code.isupper() and getattr(ErrorCode, code, None) == code:
         return f"Guard not updated ({code}) at the end of the last turn; `intent-loop status` says why"
     return None
+
+
+class Receipt:
+    """What happened to each command line, for the user (systemMessage) and the model (context)."""
+
+    __slots__ = ("entries", "task_id", "notice", "show_view", "help", "events", "replayed", "publication",
+                 "state")
+
+    def __init__(self):
+        self.entries = []  # ops.receipts.Entry, one or more per line, rejections included
+        self.task_id = None
+        self.notice = None
+        self.show_view = False
+        self.help = False
+        self.events = []
+        self.replayed = False
+        self.publication = None
+        self.state = None  # the verified state right after the mutation, when one was written
+
+    def add(self, command, outcome, ids=(), **extra):
+        self.entries.append(Entry(command.line, command.verb, outcome, ids, **extra))
+
+    def reject(self, line, verb, code, reason):
+        self.entries.append(Entry(line, verb, "rejected", code=code, reason=reason))
+
+    @property
+    def rejected(self):
+        return [e for e in self.entries if e.outcome == "rejected"]
+
+    @property
+    def changes(self):
+        return [e for e in self.entries if e.is_change]
+
+    def projection_may_have_changed(self):
+        return any(e["event_type"] in REPUBLISHES for e in self.events)
