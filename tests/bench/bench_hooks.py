@@ -309,6 +309,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, numbers mean nothing")
+    parser.add_argument("--slow-sync", type=float, metavar="MS", default=0,
+                        help="make every sync of the hooks cost MS milliseconds more (a Mac's F_FULLFSYNC)")
     parser.add_argument("--task-sizes-only", action="store_true",
                         help="only the task of 2,000 claims against one of 20 (issue 23)")
     parser.add_argument("--source-run-only", action="store_true",
@@ -328,6 +330,9 @@ def main(argv=None):
         workspace = Path(tmp, "ws")
         workspace.mkdir()
         env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
+        if args.slow_sync:  # base/platform.py sleeps this long after each sync it makes
+            env["INTENT_LOOP_SLOW_SYNC_MS"] = str(args.slow_sync)
+            print(f"every sync costs {args.slow_sync:g} ms more (--slow-sync)", flush=True)
         unlinked_env = dict(env, INTENT_LOOP_DATA_DIR=str(Path(tmp, "empty-root")))
         projects = {}
         if args.task_sizes_only:

@@ -11,6 +11,7 @@ run, and prints the difference. Each run is a fresh process on the source tree (
 sys.path, as the launcher runs it), bytecode cached as the installed plugin caches it.
 """
 import argparse
+import ast
 import json
 import os
 import subprocess
@@ -29,6 +30,11 @@ sys.path[:0] = [{lib!r}, {root!r}]
 from intent_loop.hook.runtime import run_hook
 handler = getattr(__import__({module!r}, fromlist=[{name!r}]), {name!r})
 run_hook({event!r}, handler, stdin_fd=0, stdout_fd=1, env=dict(os.environ), detach=True)
+try:  # the syncs made before the answer (an older tree counts none)
+    from intent_loop.base import platform
+    sys.stderr.write("syncs:" + repr(platform.SYNCS) + "\n")
+except (ImportError, AttributeError):
+    pass
 '''
 PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop")
 
@@ -54,9 +60,11 @@ def run(tree, event, payload, env, *, importtime):
                           capture_output=True, env=env, timeout=60)
     if done.returncode != 0:
         raise SystemExit(f"import_cost: the hook failed in {tree}: {done.stderr.decode()[-2000:]}")
-    ours = [line.split("|") for line in done.stderr.decode().splitlines() if line.startswith("import time:")]
+    lines = done.stderr.decode().splitlines()
+    ours = [line.split("|") for line in lines if line.startswith("import time:")]
     rows = [(int(r[0].split(":")[1]), r[2].strip()) for r in ours if r[2].strip().startswith(("intent_loop", "hooks"))]
-    return len(rows), sum(us for us, _name in rows)
+    syncs = next((ast.literal_eval(line[len("syncs:"):]) for line in lines if line.startswith("syncs:")), {})
+    return len(rows), sum(us for us, _name in rows), sum(v for k, v in syncs.items() if k != "directory")
 
 
 def measure(tree, runs):
@@ -71,13 +79,13 @@ def measure(tree, runs):
         run(tree, event, payload, env, importtime=False)
         out = {}
         for name in PATHS:
-            best, count = None, None
+            best, count, syncs = None, None, None
             for n in range(runs + 1):  # the first run compiles the bytecode: not counted
                 event, payload = payloads(ws, n)[name]
-                count, us = run(tree, event, payload, env, importtime=True)
+                count, us, syncs = run(tree, event, payload, env, importtime=True)
                 if n and (best is None or us < best):
                     best = us
-            out[name] = (count, best)
+            out[name] = (count, best, syncs)
         return out
 
 
@@ -97,13 +105,13 @@ def main(argv=None):
                 other = measure(tree, args.runs)
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
-    print(f"hook path                  | modules | min import (of {args.runs})" +
+    print(f"hook path                  | modules | min import (of {args.runs}) | syncs before the answer" +
           (f" | {args.against}: modules, min import | difference" if other else ""))
     for name in PATHS:
-        count, us = here[name]
-        line = f"{name:<26} | {count:>7} | {us / 1000:>8.2f} ms"
+        count, us, syncs = here[name]
+        line = f"{name:<26} | {count:>7} | {us / 1000:>8.2f} ms | {syncs:>2}"
         if other:
-            o_count, o_us = other[name]
+            o_count, o_us, _o_syncs = other[name]
             line += (f" | {o_count:>3}, {o_us / 1000:6.2f} ms | {count - o_count:+d} modules, "
                      f"{(us - o_us) / 1000:+.2f} ms")
         print(line)

@@ -1,7 +1,14 @@
-"""Everything that differs between operating systems: kernel locks, durable syncs, process identity.
+"""Everything that differs between operating systems: kernel locks, durable syncs, positioned
+reads, process identity.
 
 Linux and macOS are supported. Windows would need msvcrt locking and its own directory-sync
-story; keeping every such call here is what lets that port stay one module.
+story; keeping every such call here is what lets that port stay one module. Each facility a
+platform may lack or refuse has its fallback here (`preadv`, `fdatasync`, `F_FULLFSYNC`), and the
+tests remove or refuse each one to run the fallback on Linux (tests/test_platform_seam.py).
+
+Every sync goes through this module and is counted in SYNCS, so tests and benchmarks can say how
+many syncs a path made. `INTENT_LOOP_SLOW_SYNC_MS` (benchmarks only: `build.py bench --slow-sync
+MS`) makes each sync cost that many milliseconds more, so a Mac's F_FULLFSYNC cost shows here.
 """
 import sys
 import time
@@ -10,6 +17,40 @@ from intent_loop.base import fast_os
 
 IS_MACOS = sys.platform == "darwin"
 IS_WINDOWS = fast_os.name == "nt"
+
+# Syncs made by this process, by kind: "full" (F_FULLFSYNC), "fsync", "fdatasync", "directory"
+# (a directory's fsync, counted besides the fsync it makes).
+SYNCS = {"full": 0, "fsync": 0, "fdatasync": 0, "directory": 0}
+# Where F_FULLFSYNC was refused (some network and FUSE filesystems): fsync instead, from then on.
+_FULL_SYNC_REFUSED = set()
+
+
+def _slow_sync_seconds():
+    value = fast_os.getenv("INTENT_LOOP_SLOW_SYNC_MS")
+    try:
+        return max(0.0, float(value) / 1000) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+_SLOW_SYNC = _slow_sync_seconds()
+
+
+def _synced(kind):
+    SYNCS[kind] += 1
+    if _SLOW_SYNC:
+        time.sleep(_SLOW_SYNC)
+
+
+def read_into(fd, view, offset):
+    """Read into the writable buffer `view` from `offset`: how many bytes were read (0 at the end).
+    preadv fills the buffer in place; a Python without it (macOS before 11, some builds) preads."""
+    preadv = getattr(fast_os, "preadv", None)
+    if preadv is not None:
+        return preadv(fd, [view], offset)
+    data = fast_os.pread(fd, len(view), offset)
+    view[:len(data)] = data
+    return len(data)
 
 
 def _fcntl():
@@ -59,10 +100,23 @@ def fsync_file(fd):
     """
     if IS_MACOS:
         fcntl = _fcntl()
-        if hasattr(fcntl, "F_FULLFSYNC"):
-            fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
-            return
+        if hasattr(fcntl, "F_FULLFSYNC") and _device_of(fd) not in _FULL_SYNC_REFUSED:
+            try:
+                fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+            except OSError:  # refused here (EINVAL, ENOTSUP on some network/FUSE filesystems)
+                _FULL_SYNC_REFUSED.add(_device_of(fd))
+            else:
+                _synced("full")
+                return
     fast_os.fsync(fd)
+    _synced("fsync")
+
+
+def _device_of(fd):
+    try:
+        return fast_os.fstat(fd).st_dev
+    except OSError:
+        return None
 
 
 def sync_data(fd):
@@ -75,6 +129,7 @@ def sync_data(fd):
         fsync_file(fd)
         return
     fast_os.fdatasync(fd)
+    _synced("fdatasync")
 
 
 def fsync_directory(path):
@@ -82,6 +137,7 @@ def fsync_directory(path):
     fd = fast_os.open(path, fast_os.O_RDONLY | getattr(fast_os, "O_DIRECTORY", 0))
     try:
         fsync_file(fd)
+        SYNCS["directory"] += 1
     finally:
         fast_os.close(fd)
 

@@ -9,7 +9,7 @@ checkpoint.
 
 import stat
 
-from intent_loop.base import fast_os
+from intent_loop.base import fast_os, platform
 from intent_loop.base.canonical import canonical_bytes, loads
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import paths as paths_mod
@@ -251,7 +251,7 @@ def read_range(fd, start, end):
     view = memoryview(buffer)
     done = 0
     while done < len(buffer):
-        got = fast_os.preadv(fd, [view[done:]], start + done)
+        got = platform.read_into(fd, view[done:], start + done)
         if got == 0:
             break
         done += got

@@ -1,0 +1,128 @@
+"""The platform seam (base/platform.py, issue 27): every facility a platform may lack or refuse has
+its fallback there, and each fallback runs here on Linux by removing or refusing the facility."""
+import errno
+import os
+import time
+
+import pytest
+
+from intent_loop.base import fast_os, platform
+from intent_loop.intent.state import REDUCER
+from intent_loop.storage import ledger, reading
+from intent_loop.storage.ledger import Draft
+from intent_loop.storage.paths import project_paths
+from intent_loop.storage.transaction import Transaction
+
+
+@pytest.fixture
+def project(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return project_paths(str(tmp_path / "data"), str(ws))
+
+
+def _appended(project, count):
+    for n in range(count):
+        with Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+            task = f"{n:08x}-0000-4000-8000-000000000000"
+            tx.append([Draft("task_started", task, "user", {"mode": "on", "initial_claims": []})],
+                      request_id=f"r-{n}", fingerprint="f")
+
+
+def test_reads_without_preadv_give_the_same_bytes_and_the_same_verdict(project, monkeypatch):
+    _appended(project, 5)
+    fd, st = ledger.open_ledger(project)
+    try:
+        with_preadv = [ledger.read_range(fd, start, st.st_size) for start in (0, 1, 100, st.st_size - 3)]
+        monkeypatch.delattr(fast_os, "preadv")  # macOS before 11, and Pythons built without it
+        without = [ledger.read_range(fd, start, st.st_size) for start in (0, 1, 100, st.st_size - 3)]
+    finally:
+        fast_os.close(fd)
+    assert without == with_preadv and without[0] == open(project.ledger, "rb").read()
+    assert reading.verify_all(project, REDUCER).count == 5
+
+
+class _FakeFcntl:
+    """fcntl with F_FULLFSYNC, refusing it (`refuse`: an errno) or counting it."""
+    F_FULLFSYNC = 51
+
+    def __init__(self, refuse=None):
+        self.refuse, self.calls = refuse, 0
+
+    def __getattr__(self, name):  # flock and its constants: the real module's
+        import fcntl
+
+        return getattr(fcntl, name)
+
+    def fcntl(self, fd, op):
+        assert op == self.F_FULLFSYNC
+        self.calls += 1
+        if self.refuse is not None:
+            raise OSError(self.refuse, os.strerror(self.refuse))
+        return 0
+
+
+def _as_macos(monkeypatch, fake):
+    monkeypatch.setattr(platform, "IS_MACOS", True)
+    monkeypatch.setattr(platform, "_fcntl", lambda: fake)
+    monkeypatch.setattr(platform, "_FULL_SYNC_REFUSED", set())
+    fsyncs = []
+    real = fast_os.fsync
+    monkeypatch.setattr(fast_os, "fsync", lambda fd: (fsyncs.append(fd), real(fd))[1])
+    return fsyncs
+
+
+def test_a_mac_syncs_with_f_fullfsync_and_not_fsync(tmp_path, monkeypatch):
+    fake = _FakeFcntl()
+    fsyncs = _as_macos(monkeypatch, fake)
+    before = dict(platform.SYNCS)
+    with open(tmp_path / "f", "wb") as fh:
+        platform.fsync_file(fh.fileno())
+        platform.sync_data(fh.fileno())  # macOS has no fdatasync: the full sync as well
+    assert fake.calls == 2 and fsyncs == []
+    assert platform.SYNCS["full"] - before["full"] == 2
+
+
+@pytest.mark.parametrize("refusal", [errno.EINVAL, errno.ENOTSUP, errno.ENOTTY])
+def test_a_filesystem_that_refuses_f_fullfsync_gets_fsync_and_is_not_asked_again(tmp_path, monkeypatch, refusal):
+    fake = _FakeFcntl(refuse=refusal)
+    fsyncs = _as_macos(monkeypatch, fake)
+    before = dict(platform.SYNCS)
+    with open(tmp_path / "f", "wb") as fh:
+        for _ in range(3):
+            platform.fsync_file(fh.fileno())
+    assert len(fsyncs) == 3 and fake.calls == 1  # refused once: that filesystem gets fsync from then on
+    assert platform.SYNCS["fsync"] - before["fsync"] == 3 and platform.SYNCS["full"] == before["full"]
+
+
+def test_an_append_still_lands_durably_where_f_fullfsync_is_refused(project, monkeypatch):
+    _as_macos(monkeypatch, _FakeFcntl(refuse=errno.EINVAL))
+    _appended(project, 3)
+    assert reading.verify_all(project, REDUCER).count == 3
+
+
+def test_without_fdatasync_an_append_syncs_with_fsync(tmp_path, monkeypatch):
+    monkeypatch.delattr(fast_os, "fdatasync")
+    before = dict(platform.SYNCS)
+    with open(tmp_path / "f", "wb") as fh:
+        platform.sync_data(fh.fileno())
+    assert platform.SYNCS["fsync"] - before["fsync"] == 1 and platform.SYNCS["fdatasync"] == before["fdatasync"]
+
+
+def test_every_sync_of_a_mutation_is_counted_and_a_slow_sync_costs_its_delay(project, monkeypatch):
+    _appended(project, 1)
+    slept = []
+    monkeypatch.setattr(platform, "_SLOW_SYNC", 0.004)
+    monkeypatch.setattr(platform.time, "sleep", slept.append)
+    before = sum(platform.SYNCS.values()) - platform.SYNCS["directory"]
+    _appended(project, 1)
+    made = sum(platform.SYNCS.values()) - platform.SYNCS["directory"] - before
+    assert made >= 1 and slept == [0.004] * made  # the ledger's own sync at least, each one slowed
+
+
+def test_the_slow_sync_knob_is_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("INTENT_LOOP_SLOW_SYNC_MS", "7.5")
+    assert platform._slow_sync_seconds() == 0.0075
+    for bad in ("", "x", "-3"):
+        monkeypatch.setenv("INTENT_LOOP_SLOW_SYNC_MS", bad)
+        assert platform._slow_sync_seconds() == 0.0
