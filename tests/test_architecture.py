@@ -182,3 +182,16 @@ def test_no_library_module_is_over_the_line_cap():
     over = sorted(str(p.relative_to(LIB)) for p in _library_files()
                   if len(p.read_text().splitlines()) > MAX_MODULE_LINES)
     assert set(over) == OVER_THE_CAP
+
+
+def test_the_tests_skip_for_a_missing_build_through_one_marker():
+    """tests/helpers/dist.requires_dist is the one `dist/ is not built` skip (issue 26)."""
+    others = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name == "dist.py" or "__pycache__" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "pytest.mark.skipif" and \
+                    "dist" in ast.unparse(node).lower() and "build" in ast.unparse(node).lower():
+                others.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert others == []

@@ -8,13 +8,12 @@ import time
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.launch import extracted_runtime
 from intent_loop.launch.binaries import BINARIES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(ROOT, "dist")
-needs_dist = pytest.mark.skipif(not all(os.access(os.path.join(DIST, b.name), os.X_OK) for b in BINARIES),
-                                reason="dist/ is not built: run `python3 build.py` first")
 OLD, CURRENT, FRESH = "0" * 64, "1" * 64, "2" * 64
 HOUR = 3600
 
@@ -75,7 +74,7 @@ def test_describe_names_count_size_and_short_ids():
     assert extracted_runtime.describe(runtimes) == f"2 old runtimes (4.2 MB): {OLD[:12]}, {CURRENT[:12]}"
 
 
-@needs_dist
+@requires_dist
 def test_every_built_binary_names_one_build_id():
     ids = {extracted_runtime.build_id_of(os.path.join(DIST, b.name)) for b in BINARIES}
     assert len(ids) == 1 and extracted_runtime.is_build_id(ids.pop())
@@ -89,7 +88,7 @@ def _run(*args, home):
                           timeout=60)
 
 
-@needs_dist
+@requires_dist
 def test_doctor_reports_and_install_apply_removes_old_runtimes_only(tmp_path):
     home = tmp_path / "home"
     (home / ".codex").mkdir(parents=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.launch.binaries import BINARIES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,8 +27,6 @@ PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
 NO_PYTHON = "intent-loop is not recording: no Python 3.11+ found; set INTENT_LOOP_PYTHON"
 needs_namespace = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                                      reason="hiding this machine's interpreters needs root and unshare -m")
-needs_dist = pytest.mark.skipif(not all(os.access(DIST / b.name, os.X_OK) for b in BINARIES),
-                                reason="dist/ is not built: run `python3 build.py` first")
 
 
 def interpreter(minor):
@@ -221,7 +220,7 @@ def test_no_python_a_hook_says_so_once_a_session_and_the_command_line_says_why(p
 
 
 @needs_namespace
-@needs_dist
+@requires_dist
 def test_a_binary_whose_builders_interpreter_is_gone_runs_with_another_or_says_why(place):
     env, data_root, bin_dir, workspace = place
     builder = Path(os.path.realpath(sys.executable))  # build.py bakes the venv's real interpreter in

@@ -21,6 +21,7 @@ import uuid
 
 import pytest
 
+from helpers.dist import requires_dist
 from helpers.files import tree_bytes
 from helpers.settle import settle
 from intent_loop.guard import contract_file, document
@@ -39,9 +40,7 @@ SOURCE_LINE = b'"source": "user-intent-plugin",\n'
 COMPARED = ("action", "version", "code", "task_id")
 WRITING_ACTIONS = ("published", "rewritten", "removed")
 
-pytestmark = pytest.mark.skipif(
-    not all(os.access(b, os.X_OK) for b in (CLI, *HOOKS.values())),
-    reason="dist/ binaries are missing; run `python3 build.py` first")
+pytestmark = requires_dist
 
 LITE = {"objective": "the user's own hand-written contract", "primary_object": "the app",
         "delivery_surface": ["repository"], "scope": {"include": ["src/"], "exclude": []},

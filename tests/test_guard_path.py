@@ -8,11 +8,9 @@ import os
 
 import pytest
 
-from helpers.mcp_client import REPO, run_hook
+from helpers.dist import requires_dist
+from helpers.mcp_client import run_hook
 from intent_loop.guard import provider
-
-needs_dist = pytest.mark.skipif(not os.access(os.path.join(REPO, "dist", "intent-loop-user-prompt"), os.X_OK),
-                                reason="dist/ binaries are missing; run `python3 build.py` first")
 
 
 @pytest.fixture
@@ -46,7 +44,7 @@ def test_the_path_is_resolved_from_the_cwd_as_given_and_contained_by_realpaths(l
         os.path.join(real, "sub", "g.json"), None)
 
 
-@needs_dist
+@requires_dist
 def test_a_symlinked_cwd_publishes_where_guard_reads(linked):
     """Before: resolved from the realpath, `../link/sub/guard.json` named <tmp>/real/link/sub/guard.json,
     outside the project, so nothing was ever published where Guard 0.2.2 looks."""
@@ -60,7 +58,7 @@ def test_a_symlinked_cwd_publishes_where_guard_reads(linked):
     assert not os.path.exists(os.path.join(str(base), "real", "link"))
 
 
-@needs_dist
+@requires_dist
 def test_a_path_outside_the_project_is_named_as_guard_names_it_and_never_written(linked):
     base, real, link = linked
     env = _env(base, "../guard.json")

@@ -10,6 +10,7 @@ import tempfile
 
 import pytest
 
+from helpers.dist import requires_dist
 from helpers.settle import settle
 from intent_loop.hook import handlers, runtime
 from intent_loop.intent.state import ProjectReducer
@@ -194,8 +195,7 @@ def test_fuzz_in_process(event, fuzz_env):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not all(os.access(os.path.join(DIST, b), os.X_OK) for b in BINARIES.values()),
-                    reason="dist/ binaries are missing; run `python3 build.py` first")
+@requires_dist
 @pytest.mark.parametrize("event", EVENTS)
 def test_fuzz_binaries(event, fuzz_env):
     env, ws, data_root = fuzz_env

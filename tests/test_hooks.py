@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from helpers.dist import requires_dist
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
@@ -22,9 +23,7 @@ FIXTURES = os.path.join(REPO, "tests", "fixtures", "codex-0.169.0")  # the real 
 BINARIES = BINARY_FOR_EVENT  # event -> binary name in dist/
 FAIL_OPEN = b'{"continue":true}'
 
-pytestmark = pytest.mark.skipif(
-    not all(os.access(os.path.join(DIST, b), os.X_OK) for b in BINARIES.values()),
-    reason="dist/ binaries are missing; run `python3 build.py` first")
+pytestmark = requires_dist
 
 
 @pytest.fixture

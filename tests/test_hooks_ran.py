@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 
 from helpers import mcp_client
+from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, run_hook
 from intent_loop.launch import hook_runs, run_record
-from intent_loop.launch.binaries import BINARIES, HOOKS
+from intent_loop.launch.binaries import HOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"
-needs_dist = pytest.mark.skipif(not all(os.access(DIST / b.name, os.X_OK) for b in BINARIES),
-                                reason="dist/ is not built: run `python3 build.py` first")
 PLUGIN_ID = "intent-loop@intent-loop"
 env = mcp_client.env
 ws = mcp_client.ws
@@ -151,7 +150,7 @@ def test_intent_status_says_whether_the_hooks_of_its_own_install_have_run(server
     assert hooks["ran"] is True and hooks["next_action"] is None, hooks
 
 
-@needs_dist
+@requires_dist
 def test_a_user_level_install_whose_hooks_never_ran_is_named(home):
     base, codex_home, workspace = home
     done = subprocess.run([str(DIST / "intent-loop"), "install", "--apply", "--json"], env=base, cwd=workspace,
@@ -167,7 +166,7 @@ def test_a_user_level_install_whose_hooks_never_ran_is_named(home):
 
 
 # -- switching between the ways of installing (item 6) -------------------------------------------
-@needs_dist
+@requires_dist
 def test_the_user_level_binaries_and_the_repository_plugin_write_the_same_ledger(home):
     """Going from a user-level install (or dist/marketplace) to the repository plugin keeps the
     data: Codex gives plugin hooks PLUGIN_DATA=<codex-home>/plugins/data/..., which names the same

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from helpers import mcp_client
-from helpers.mcp_client import MCP_BINARY, REPO, run_hook
+from helpers.dist import requires_dist
+from helpers.mcp_client import MCP_BINARY, run_hook
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import tasks
 from intent_loop.intent.state import REDUCER, active_claims
@@ -18,8 +19,6 @@ from intent_loop.storage import reading
 from intent_loop.storage.transaction import mutate
 
 SESSION = "019b0000-0000-7000-8000-00000000c001"
-needs_dist = pytest.mark.skipif(not os.access(os.path.join(REPO, "dist", "intent-loop-user-prompt"), os.X_OK),
-                                reason="dist/ binaries are missing; run `python3 build.py` first")
 env = mcp_client.env
 ws = mcp_client.ws
 server = mcp_client.server
@@ -32,7 +31,7 @@ def _events(env, ws):
         return [json.loads(line) for line in fh.read().splitlines()], state
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("count", [3, 12, 15])
 def test_a_typed_prompt_starts_its_task_with_up_to_twelve_claims_and_adds_the_rest(env, ws, count):
     prompt = "\n".join(f"intent: must rule number {n:02d}" for n in range(count))
@@ -54,7 +53,7 @@ def test_a_typed_prompt_starts_its_task_with_up_to_twelve_claims_and_adds_the_re
     assert context.index("rule number 00") < context.index(f"rule number {min(count, 12) - 1:02d}")
 
 
-@needs_dist
+@requires_dist
 def test_a_bad_line_among_the_starting_claims_is_rejected_alone(env, ws):
     prompt = "intent: goal ship it\nintent: must \u202ereversed\nintent: must keep the API"
     answer = run_hook("UserPromptSubmit", env, cwd=ws, session_id=SESSION, prompt=prompt)

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.launch import binaries as table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -16,8 +17,6 @@ CLI = os.path.join(DIST, "intent-loop")
 GOLDEN = os.path.join(ROOT, "tests", "fixtures", "install")
 BINARIES = tuple(binary.name for binary in table.BINARIES)
 HANDLER_KEYS = {"type", "command", "timeout", "statusMessage", "commandWindows", "async", "additionalContextLimit"}
-needs_dist = pytest.mark.skipif(not all(os.access(os.path.join(DIST, b), os.X_OK) for b in BINARIES),
-                                reason="dist/ is not built: run `python3 build.py` first")
 FOREIGN = {"type": "command", "command": "/usr/local/bin/my-audit-hook --log", "timeout": 30}
 
 
@@ -58,7 +57,7 @@ def codex(home):
     return path
 
 
-@needs_dist
+@requires_dist
 def test_dry_run_writes_nothing(home, codex):
     before = (codex / "hooks.json").read_bytes()
     proc = run("install", home=home)
@@ -69,7 +68,7 @@ def test_dry_run_writes_nothing(home, codex):
     assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["hooks.json"]
 
 
-@needs_dist
+@requires_dist
 def test_dry_run_without_codex_home_creates_nothing(home):
     proc = run("install", "--json", home=home)
     assert proc.returncode == 0
@@ -77,7 +76,7 @@ def test_dry_run_without_codex_home_creates_nothing(home):
     assert not home.exists() or not (home / ".codex").exists()
 
 
-@needs_dist
+@requires_dist
 def test_apply_merges_keeps_foreign_and_is_idempotent(home, codex):
     proc = run("install", "--apply", "--json", home=home)
     assert proc.returncode == 0, proc.stderr
@@ -106,7 +105,7 @@ def test_apply_merges_keeps_foreign_and_is_idempotent(home, codex):
     assert len([n for n in os.listdir(codex) if n.startswith("hooks.json.bak-")]) == 1
 
 
-@needs_dist
+@requires_dist
 def test_codex_home_option_and_env(home, tmp_path):
     target = tmp_path / "elsewhere"
     proc = run("install", "--apply", "--codex-home", str(target), home=home)
@@ -116,7 +115,7 @@ def test_codex_home_option_and_env(home, tmp_path):
     assert len(ours(config)) == 3
 
 
-@needs_dist
+@requires_dist
 def test_uninstall_removes_only_ours(home, codex):
     original = json.loads((codex / "hooks.json").read_text())
     assert run("install", "--apply", home=home).returncode == 0
@@ -133,7 +132,7 @@ def test_uninstall_removes_only_ours(home, codex):
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"hooks": []}', '{"hooks": {"Stop": {}}}',
                                      '{"hooks": {"Stop": [{"matcher": "x"}]}}', '{"hooks": {}, "extra": 1}'])
-@needs_dist
+@requires_dist
 def test_invalid_hooks_json_is_refused_and_unchanged(home, codex, content):
     (codex / "hooks.json").write_text(content)
     for verb in ("install", "uninstall"):
@@ -238,7 +237,7 @@ def _as_if_installed_here(name, dist, python):
     return text
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("name", ["previous-build-fresh.hooks.json", "previous-build-merged.hooks.json"])
 def test_install_over_the_previous_builds_installation_is_unchanged(home, name):
     codex = home / ".codex"
@@ -257,7 +256,7 @@ def test_install_over_the_previous_builds_installation_is_unchanged(home, name):
     assert sorted(event for event, _m, _h in ours(json.loads(before))) == ["SessionStart", "Stop", "UserPromptSubmit"]
 
 
-@needs_dist
+@requires_dist
 def test_install_over_a_previous_build_elsewhere_replaces_its_handlers_without_duplicates(home):
     codex = home / ".codex"
     codex.mkdir(parents=True)
@@ -273,7 +272,7 @@ def test_install_over_a_previous_build_elsewhere_replaces_its_handlers_without_d
     assert {"hooks": [FOREIGN]} in config["hooks"]["Stop"]
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("verb", ["install", "uninstall"])
 def test_hooks_json_nested_too_deeply_is_hooks_config_invalid_not_a_traceback(home, codex, verb):
     content = "[" * 100_000 + "]" * 100_000
@@ -283,7 +282,7 @@ def test_hooks_json_nested_too_deeply_is_hooks_config_invalid_not_a_traceback(ho
     assert (codex / "hooks.json").read_text() == content
 
 
-@needs_dist
+@requires_dist
 def test_a_symlinked_hooks_json_is_written_through_and_stays_a_link(home, codex, tmp_path):
     dotfiles = tmp_path / "dotfiles"
     dotfiles.mkdir()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.base.data_root import find_data_root
 from intent_loop.launch import fast_path, launcher
 from intent_loop.launch.binaries import BINARIES
@@ -27,8 +28,6 @@ from intent_loop.launch.binaries import BINARIES
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"
 LAUNCHER_SH = ROOT / "lib" / "intent_loop" / "launch" / "launcher.sh"
-needs_dist = pytest.mark.skipif(not all(os.access(DIST / b.name, os.X_OK) for b in BINARIES),
-                                reason="dist/ is not built: run `python3 build.py` first")
 
 
 def _launcher_root_block():
@@ -195,7 +194,7 @@ def _generated_code(binary, fake_python, tmp_path, *, fast):
     return argv[3]
 
 
-@needs_dist
+@requires_dist
 def test_the_built_mcp_binary_started_relatively_from_a_plugin_cache_skips_the_home_codex_runtime(
         tmp_path, fake_python):
     """As Codex starts a plugin's server: relative path, cwd the plugin root, only HOME and PATH,
@@ -227,7 +226,7 @@ def _build_id(binary):
     return re.search(r"/runtime/([0-9a-f]{64})/", _prefix(binary)).group(1)
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("binary", BINARIES, ids=lambda b: b.name)
 def test_every_built_prefix_is_valid_sh(binary, tmp_path):
     prefix = tmp_path / "prefix.sh"
@@ -240,7 +239,7 @@ def test_every_built_prefix_is_valid_sh(binary, tmp_path):
     assert re.search(r"@[A-Z_]+@", text) is None  # every placeholder filled
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("binary", BINARIES, ids=lambda b: b.name)
 def test_every_built_prefix_passes_shellcheck(binary, tmp_path):
     if shutil.which("shellcheck") is None:
@@ -251,7 +250,7 @@ def test_every_built_prefix_passes_shellcheck(binary, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("binary", BINARIES, ids=lambda b: b.name)
 def test_the_embedded_python_compiles_and_calls_the_tables_entry(binary, fake_python, tmp_path):
     fast = _generated_code(binary, fake_python, tmp_path / "fast", fast=True)
@@ -273,7 +272,7 @@ def _definitions(code):
     return namespace
 
 
-@needs_dist
+@requires_dist
 def test_the_generated_launcher_resolves_the_data_root_find_data_root_resolves(homes, fake_python, tmp_path):
     """build.py embeds data_root.py with the real `os` in place of fast_os: same answers."""
     binary = BINARIES[2]

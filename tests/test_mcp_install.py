@@ -7,12 +7,12 @@ import tomllib
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.cli import mcp_config
 from intent_loop.errors import IntentLoopError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(ROOT, "dist", "intent-loop")
-needs_dist = pytest.mark.skipif(not os.access(CLI, os.X_OK), reason="dist/ is not built: run `python3 build.py`")
 
 USER_TOML = """\
 # my Codex settings
@@ -116,7 +116,7 @@ def test_a_header_inside_a_multiline_string_is_not_taken_for_a_table(tmp_path):
     assert tomllib.loads(change.new_bytes)["notes"] == "[mcp_servers.intent_loop]\nnot a table\n"
 
 
-@needs_dist
+@requires_dist
 def test_install_apply_writes_config_toml_with_a_backup_and_uninstall_removes_it(tmp_path):
     codex = tmp_path / "codex"
     codex.mkdir()

@@ -8,14 +8,14 @@ import time
 import pytest
 
 from helpers import mcp_client
+from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
 from intent_loop.intent.state import REDUCER
 from intent_loop.mcp.tool_table import TOOL_NAMES
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage import reading
 
-pytestmark = pytest.mark.skipif(not os.access(MCP_BINARY, os.X_OK),
-                                reason="dist/intent-loop-mcp is missing; run `python3 build.py` first")
+pytestmark = requires_dist
 
 READ_TOOLS = {"intent_status", "intent_get_snapshot", "intent_list_candidates", "intent_export"}
 DESTRUCTIVE = {"intent_delete", "intent_set_mode"}

@@ -9,14 +9,12 @@ import signal
 import subprocess
 import time
 
-import pytest
-
 from helpers import mcp_client
+from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
 from intent_loop.storage import paths as paths_mod
 
-pytestmark = pytest.mark.skipif(not os.access(MCP_BINARY, os.X_OK),
-                                reason="dist/intent-loop-mcp is missing; run `python3 build.py` first")
+pytestmark = requires_dist
 
 CLI = os.path.join(os.path.dirname(MCP_BINARY), "intent-loop")
 ROUNDS = 20

@@ -7,14 +7,14 @@ import os
 import pytest
 
 from helpers import mcp_client
+from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage import reading
 
-pytestmark = pytest.mark.skipif(not os.access(MCP_BINARY, os.X_OK),
-                                reason="dist/intent-loop-mcp is missing; run `python3 build.py` first")
+pytestmark = requires_dist
 SESSION = "019b0000-0000-7000-8000-000000000001"
 
 

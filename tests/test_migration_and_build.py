@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from helpers.counting import CountingReducer
+from helpers.dist import requires_dist
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.launch.binaries import BINARIES
 from intent_loop.storage import ledger, migration, transaction
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"
-needs_dist = pytest.mark.skipif(not (DIST / "intent-loop").exists(), reason="dist/ is not built (python3 build.py)")
 
 
 def _append(project, value, request_id):
@@ -66,7 +66,7 @@ def _dist_tree():
             for p in sorted(DIST.rglob("*")) if p.is_file()}
 
 
-@needs_dist
+@requires_dist
 def test_two_builds_from_one_commit_are_byte_identical(tmp_path):
     before = _dist_tree()
     subprocess.run([sys.executable, str(ROOT / "build.py"), "build"], cwd=ROOT, check=True,
@@ -87,7 +87,7 @@ def _run_dist(args, workspace, data_root, home):
                           text=True, timeout=60)
 
 
-@needs_dist
+@requires_dist
 def test_every_command_through_the_binary(tmp_path):
     workspace, data_root, home = tmp_path / "ws", tmp_path / "data", tmp_path / "home"
     workspace.mkdir()
@@ -110,7 +110,7 @@ def test_every_command_through_the_binary(tmp_path):
     assert run("doctor").returncode == 1  # no hooks installed: a check fails, with its next action
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("command", ["status", "show", "claim", "candidate", "timeline", "doctor", "verify",
                                      "recover", "export", "import", "delete", "private", "off", "on", "contract",
                                      "install", "uninstall", "replay", "demo"])
@@ -130,7 +130,7 @@ def _prompt(workspace):
             "prompt": "hello", "model": "m", "permission_mode": "default", "transcript_path": None}
 
 
-@needs_dist
+@requires_dist
 def test_a_damaged_runtime_repairs_itself_and_the_hook_still_answers(tmp_path):
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir()
@@ -149,7 +149,7 @@ def test_a_damaged_runtime_repairs_itself_and_the_hook_still_answers(tmp_path):
     assert (site / "intent_loop" / "hook" / "handlers.py").exists() and (site / ".intent-loop-complete").exists()
 
 
-@needs_dist
+@requires_dist
 def test_a_symlinked_binary_takes_the_full_launcher_and_works(tmp_path):
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir()
@@ -163,7 +163,7 @@ def test_a_symlinked_binary_takes_the_full_launcher_and_works(tmp_path):
     assert "recorded goal" in json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
-@needs_dist
+@requires_dist
 def test_a_missing_interpreter_still_answers_continue_and_says_why(tmp_path):
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_PYTHON": str(tmp_path / "nope")}
     run = subprocess.run([str(DIST / "intent-loop-stop")], input=b"{}", env=env, capture_output=True, timeout=30)

@@ -126,3 +126,74 @@ def test_the_slow_sync_knob_is_read_from_the_environment(monkeypatch):
     for bad in ("", "x", "-3"):
         monkeypatch.setenv("INTENT_LOOP_SLOW_SYNC_MS", bad)
         assert platform._slow_sync_seconds() == 0.0
+
+
+# -- one directory, one project, however it is spelled --------------------------------------------
+def _case_insensitive_below(monkeypatch, top):
+    """Make lstat and listdir behave as a case-insensitive filesystem below `top` (as WSL's /mnt/c
+    or a FAT volume): any spelling of a name there resolves to the entry as it is stored."""
+    real_lstat, real_listdir = fast_os.lstat, fast_os.listdir
+
+    def stored(path):
+        if not path.casefold().startswith(top.casefold()):
+            return path
+        out = top
+        for part in path[len(top):].split("/")[1:]:
+            names = {n.casefold(): n for n in real_listdir(out)}
+            out += "/" + names.get(part.casefold(), part)
+        return out
+
+    monkeypatch.setattr(fast_os, "lstat", lambda path, *a, **k: real_lstat(stored(path), *a, **k))
+    monkeypatch.setattr(fast_os, "listdir", lambda path=".": real_listdir(stored(path)))
+
+
+@pytest.mark.parametrize("typed", ["proj/Sub", "PROJ/sub", "Proj/SUB", "pRoJ/sUb"])
+def test_every_spelling_of_a_directory_on_a_case_insensitive_filesystem_is_its_stored_one(tmp_path, monkeypatch,
+                                                                                            typed):
+    (tmp_path / "vol" / "Proj" / "Sub").mkdir(parents=True)
+    top = str(tmp_path / "vol")
+    _case_insensitive_below(monkeypatch, top)
+    assert platform.on_disk_spelling(f"{top}/{typed}") == f"{top}/Proj/Sub"
+
+
+def test_on_a_case_sensitive_filesystem_two_spellings_stay_two_directories(tmp_path):
+    (tmp_path / "Proj").mkdir()
+    (tmp_path / "proj").mkdir()
+    assert platform.on_disk_spelling(str(tmp_path / "proj")) == str(tmp_path / "proj")
+    assert platform.on_disk_spelling(str(tmp_path / "Proj")) == str(tmp_path / "Proj")
+    assert project_paths(str(tmp_path / "d"), str(tmp_path / "proj")).project_id != \
+        project_paths(str(tmp_path / "d"), str(tmp_path / "Proj")).project_id
+
+
+class _GetPath(_FakeFcntl):
+    F_GETPATH = 50
+
+    def __init__(self, stored):
+        super().__init__()
+        self.stored = stored
+
+    def fcntl(self, fd, op, arg=None):
+        assert op == self.F_GETPATH and len(arg) == 1024
+        return self.stored.encode("utf-8") + b"\0" * (1024 - len(self.stored.encode("utf-8")))
+
+
+@pytest.mark.parametrize("stored", ["/Users/me/Proj", "/Users/me/Cafe\u0301"])  # as typed: /users/me/proj, café
+def test_a_mac_takes_the_kernels_name_for_the_directory_in_nfc(tmp_path, monkeypatch, stored):
+    import unicodedata
+
+    monkeypatch.setattr(platform, "IS_MACOS", True)
+    monkeypatch.setattr(platform, "_fcntl", lambda: _GetPath(stored))
+    assert platform.on_disk_spelling(str(tmp_path)) == unicodedata.normalize("NFC", stored)
+
+
+def test_a_project_recorded_under_another_spelling_keeps_its_id(tmp_path):
+    from intent_loop.storage.paths import ProjectPaths, _recorded_id, project_id_for
+
+    data, given, stored = str(tmp_path / "data"), "/Users/me/proj", "/Users/me/Proj"
+    assert _recorded_id(data, stored, given) == project_id_for(stored)  # nothing recorded: the stored spelling
+    legacy = ProjectPaths(data, project_id_for(given))  # what the build before issue 27 recorded
+    os.makedirs(legacy.dir)
+    assert _recorded_id(data, stored, given) == legacy.project_id  # recorded: it stays found
+    assert _recorded_id(data, stored, stored) == project_id_for(stored)  # typed as stored: its own id
+    os.makedirs(ProjectPaths(data, project_id_for(stored)).dir)
+    assert _recorded_id(data, stored, given) == project_id_for(stored)  # both exist: the stored one wins

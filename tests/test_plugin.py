@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.launch.binaries import BINARIES, HOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,8 +20,7 @@ DIST = ROOT / "dist"
 MARKETPLACE = DIST / "marketplace"
 PLUGIN = MARKETPLACE / "plugins" / "intent-loop"
 CLI = DIST / "intent-loop"
-needs_marketplace = pytest.mark.skipif(not (PLUGIN / "dist" / "intent-loop").exists(),
-                                       reason="dist/marketplace is not built: run `python3 build.py`")
+needs_marketplace = requires_dist
 PLUGIN_ID = "intent-loop@intent-loop-local"
 EVENT_KEYS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit", "Stop": "stop"}
 
@@ -89,8 +89,6 @@ def run(*args, home, env_extra=None):
     return subprocess.run([str(CLI), *args], capture_output=True, text=True, env=env, timeout=60)
 
 
-needs_dist = pytest.mark.skipif(not all(os.access(DIST / b.name, os.X_OK) for b in BINARIES),
-                                reason="dist/ is not built: run `python3 build.py` first")
 
 
 @pytest.fixture
@@ -117,7 +115,7 @@ def trust(codex_home, keys):
             fh.write(f'\n[hooks.state."{key}"]\ntrusted_hash = "sha256:{"ab" * 32}"\n')
 
 
-@needs_dist
+@requires_dist
 def test_install_apply_is_refused_while_the_plugin_is_installed_and_nothing_is_written(codex):
     home, codex_home = codex
     add_plugin(codex_home)
@@ -134,7 +132,7 @@ def test_install_apply_is_refused_while_the_plugin_is_installed_and_nothing_is_w
     assert (codex_home / "config.toml").read_bytes() == before and not (codex_home / "hooks.json").exists()
 
 
-@needs_dist
+@requires_dist
 def test_install_apply_with_force_installs_beside_the_plugin_and_doctor_names_the_duplicate(codex, tmp_path):
     home, codex_home = codex
     add_plugin(codex_home)
@@ -150,7 +148,7 @@ def test_install_apply_with_force_installs_beside_the_plugin_and_doctor_names_th
     assert "codex plugin remove" in checks["duplicate_install"]["next_action"]
 
 
-@needs_dist
+@requires_dist
 def test_a_disabled_plugin_does_not_block_the_user_level_install(codex):
     home, codex_home = codex
     add_plugin(codex_home, enabled=False)
@@ -169,7 +167,7 @@ def doctor(home, tmp_path):
     return {c["name"]: c for c in json.loads(done.stdout)["checks"]}
 
 
-@needs_dist
+@requires_dist
 def test_doctor_names_the_plugin_install_and_counts_the_trust_records_of_its_hooks(codex, tmp_path):
     home, codex_home = codex
     add_plugin(codex_home, version="0.1.0")
@@ -183,7 +181,7 @@ def test_doctor_names_the_plugin_install_and_counts_the_trust_records_of_its_hoo
     assert "(2 of 3)" in doctor(home, tmp_path)["hooks_trusted"]["detail"]
 
 
-@needs_dist
+@requires_dist
 def test_doctor_counts_the_trust_records_of_user_level_hooks_at_their_positions(codex, tmp_path):
     home, codex_home = codex
     hooks_path = codex_home / "hooks.json"
@@ -201,7 +199,7 @@ def test_doctor_counts_the_trust_records_of_user_level_hooks_at_their_positions(
     assert checks["hooks_trusted"]["ok"] and "(3 of 3)" in checks["hooks_trusted"]["detail"]
 
 
-@needs_dist
+@requires_dist
 def test_doctor_says_when_plugins_are_switched_off_in_codex(codex, tmp_path):
     home, codex_home = codex
     (codex_home / "config.toml").write_text("[features]\nplugins = false\n")

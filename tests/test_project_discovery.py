@@ -3,11 +3,11 @@ it walks up to the nearest recorded project (a ledger exists for its project id)
 outside every project a read says so and a write is refused unless --project DIR; the hooks keep
 using Codex's cwd, since Guard reads <cwd>/.execution-fidelity/."""
 import json
-from pathlib import Path
 
 import pytest
 
 from helpers.cli_runner import CliRun
+from helpers.dist import requires_dist
 from helpers.mcp_client import run_hook
 from intent_loop.storage import paths as paths_mod
 
@@ -88,8 +88,7 @@ def test_project_dir_works_anywhere_on_the_line_and_must_be_a_directory(place):
     assert rc == 2 and json.loads(out)["error"]["code"] == "INVALID_ARGUMENT"  # a usage error
 
 
-@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / "dist" / "intent-loop-user-prompt").exists(),
-                    reason="dist/ is not built: run `python3 build.py` first")
+@requires_dist
 def test_the_hooks_keep_codexs_cwd(place):
     """A hook in a subfolder of a recorded project records the subfolder's own project: Guard reads
     the contract from <cwd>/.execution-fidelity/, so the hooks never walk up."""

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.guard.acceptance import validate_provider_document
 from intent_loop.launch.binaries import BINARIES, HOOKS
 
@@ -16,9 +17,7 @@ REPLAY_DIR = os.path.join(ROOT, "tests", "fixtures", "replay")
 SEQUENCES = sorted(n[:-6] for n in os.listdir(REPLAY_DIR) if n.endswith(".jsonl"))
 ALL_BINARIES = tuple(binary.name for binary in BINARIES)
 
-pytestmark = pytest.mark.skipif(
-    not all(os.access(os.path.join(DIST, b), os.X_OK) for b in ALL_BINARIES),
-    reason="dist/ is not built: run `python3 build.py` first")
+pytestmark = requires_dist
 
 _SHORT_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-f])")
 _HASH = re.compile(r"[0-9a-f]{64}")

@@ -8,10 +8,10 @@ import subprocess
 import tempfile
 import time
 
-import pytest
 from test_redact import AGE, BASIC_SHORT, DATADOG, GCP_KEY_ID, HEROKU, ISSUE_14_LEAKS, SENDGRID, SHOPIFY
 
 from helpers import mcp_client
+from helpers.dist import requires_dist
 from helpers.mcp_client import McpServer, codex_meta
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
@@ -23,10 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(REPO, "dist")
 CLI_BINARY = os.path.join(DIST, "intent-loop")
 
-pytestmark = pytest.mark.skipif(
-    not all(os.access(os.path.join(DIST, name), os.X_OK) for name in [*BINARY_FOR_EVENT.values(), "intent-loop",
-                                                                       "intent-loop-mcp"]),
-    reason="dist/ binaries are missing; run `python3 build.py` first")
+pytestmark = requires_dist
 
 # What must appear nowhere: for the two fragment leaks, the fragment version 1 kept.
 FORBIDDEN = sorted({leaked for _text, leaked in ISSUE_14_LEAKS} | {"tr0ub4dor", SENDGRID})

@@ -9,6 +9,7 @@ import pytest
 
 from helpers.big_ledger import append_observations
 from helpers.cli_runner import make_cli
+from helpers.dist import requires_dist
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.hook import context as hook_context
 from intent_loop.hook import handlers
@@ -344,8 +345,7 @@ def _binary(event, payload, env):
     return json.loads(proc.stdout)
 
 
-@pytest.mark.skipif(not os.access(os.path.join(DIST, "intent-loop-session-start"), os.X_OK),
-                    reason="dist/ binaries are missing; run `python3 build.py` first")
+@requires_dist
 def test_at_100k_events_the_second_session_start_after_deleting_the_cache_injects_the_full_view(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()

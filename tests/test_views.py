@@ -3,12 +3,12 @@ hard caps (conflicts included), 90-day staleness of long-term inferences, the sn
 the 160-character excerpt limit, "at least one of event_id or sha256", and the hook's source
 identity (a validated host id, else the hash of the redacted text)."""
 import json
-import os
 
 import pytest
 
 from helpers import mcp_client
-from helpers.mcp_client import REPO, run_hook
+from helpers.dist import requires_dist
+from helpers.mcp_client import run_hook
 from intent_loop.base.canonical import sha256_hex
 from intent_loop.base.timestamps import parse_epoch
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -197,8 +197,6 @@ def test_an_excerpt_is_at_most_160_characters():
 # -- the hook's source identity (built binaries) --------------------------------------------------
 env = mcp_client.env
 ws = mcp_client.ws
-needs_dist = pytest.mark.skipif(not os.access(os.path.join(REPO, "dist", "intent-loop-user-prompt"), os.X_OK),
-                                reason="dist/ binaries are missing; run `python3 build.py` first")
 
 
 def _ledger_events(env, ws):
@@ -208,7 +206,7 @@ def _ledger_events(env, ws):
         return [json.loads(line) for line in fh.read().splitlines()]
 
 
-@needs_dist
+@requires_dist
 @pytest.mark.parametrize("turn_id,kept", [
     ("019b-turn-7", True),                       # a valid opaque host id is the identity
     ("turn with spaces", False),                 # not an opaque id: the redacted text's hash

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.dist import requires_dist
 from intent_loop.guard import contract_file
 from intent_loop.storage import paths as paths_mod
 
@@ -47,8 +48,7 @@ pytestmark = [
                                              "(needs npm) to install the pinned @openai/codex"),
     pytest.mark.skipif(bool(CODEX_BIN) and not os.access(CODEX_BIN, os.X_OK),
                        reason=f"INTENT_LOOP_CODEX_BIN={CODEX_BIN!r} is not an executable file"),
-    pytest.mark.skipif(not all(os.access(DIST / n, os.X_OK) for n in ("intent-loop", *HOOK_BINARIES)),
-                       reason="dist/ is not built: run `python3 build.py`"),
+    requires_dist,
 ]
 
 CONFIG_TOML = """\

@@ -36,6 +36,7 @@ from test_real_codex import (  # noqa: E402
 )
 from test_real_codex_mcp import scripted  # noqa: E402
 
+from helpers.dist import requires_dist
 from helpers.settle import settle  # noqa: E402
 from intent_loop.guard import contract_file  # noqa: E402
 from intent_loop.launch.binaries import BINARIES  # noqa: E402
@@ -49,8 +50,7 @@ COMMAND_TIMEOUT = 60  # `codex plugin ...` commands: local files only, but plugi
 
 pytestmark = [
     *base.pytestmark,  # the same skips: no Codex binary, no dist/
-    pytest.mark.skipif(not (MARKETPLACE / ".agents" / "plugins" / "marketplace.json").exists(),
-                       reason="dist/marketplace is not built: run `python3 build.py`"),
+    requires_dist,
 ]
 
 

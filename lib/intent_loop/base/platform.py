@@ -181,3 +181,73 @@ def is_local_path_syntax(path):
 def canonical_case(path):
     """Windows paths compare case-insensitively; POSIX paths are kept as they are."""
     return path.casefold() if IS_WINDOWS else path
+
+
+def on_disk_spelling(path):
+    """`path` (a realpath) as the filesystem stores it, so one directory is one project however it
+    was typed: on a case-insensitive volume (APFS and HFS+ by default, WSL's /mnt/c, FAT and exFAT)
+    `~/Proj` and `~/proj` name the same directory, and realpath keeps the case it was given.
+
+    macOS: the kernel's own name for the open directory (fcntl F_GETPATH), in Unicode NFC (macOS
+    stores names decomposed, so a path typed composed compares equal only once both are NFC).
+    Linux: each component that also resolves with its letters' case swapped to the same inode sits
+    in a case-insensitive directory, and takes the spelling that directory lists (one lstat per
+    component with letters; a listdir only where that is so). Elsewhere the path as it is."""
+    if IS_WINDOWS:
+        return path
+    if IS_MACOS:
+        return _macos_spelling(path)
+    return _listed_spelling(path)
+
+
+def _macos_spelling(path):
+    import unicodedata
+
+    spelled = path
+    fcntl = _fcntl()
+    if hasattr(fcntl, "F_GETPATH"):
+        try:
+            fd = fast_os.open(path, fast_os.O_RDONLY | getattr(fast_os, "O_DIRECTORY", 0) | fast_os.O_NONBLOCK)
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                named = fcntl.fcntl(fd, fcntl.F_GETPATH, b"\0" * 1024).split(b"\0", 1)[0].decode("utf-8")
+                if named.startswith("/"):
+                    spelled = named
+            except (OSError, UnicodeDecodeError):
+                pass
+            finally:
+                fast_os.close(fd)
+    return unicodedata.normalize("NFC", spelled)
+
+
+def _listed_spelling(path):
+    out = ""
+    for part in path.split("/")[1:]:
+        parent = out or "/"
+        here = out + "/" + part
+        swapped = part.swapcase()
+        if swapped != part:
+            try:
+                st, st_swapped = fast_os.lstat(here), fast_os.lstat(out + "/" + swapped)
+            except OSError:
+                st = st_swapped = None
+            if st is not None and (st.st_dev, st.st_ino) == (st_swapped.st_dev, st_swapped.st_ino):
+                part = _listed_name(parent, part)
+        out += "/" + part
+    return out or "/"
+
+
+def _listed_name(directory, part):
+    """The entry of `directory` that `part` names on a case-insensitive filesystem: itself when it
+    is listed so, else the one entry equal to it ignoring case (else `part`, unchanged)."""
+    try:
+        names = fast_os.listdir(directory)
+    except OSError:
+        return part
+    if part in names:
+        return part
+    folded = part.casefold()
+    matches = [name for name in names if name.casefold() == folded]
+    return matches[0] if len(matches) == 1 else part

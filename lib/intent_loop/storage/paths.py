@@ -29,7 +29,12 @@ def resolve_data_root(env, *, executable=None, home=None):
 
 
 def canonical_project_root(path):
-    """The realpath of an absolute, existing, local directory (the hook payload's cwd)."""
+    """The realpath of an absolute, existing, local directory (the hook payload's cwd), spelled as
+    the filesystem stores it (platform.on_disk_spelling: one directory is one project)."""
+    return platform.on_disk_spelling(_real_root(path))
+
+
+def _real_root(path):
     if not isinstance(path, str) or not path:
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "the project directory is missing")
     if not platform.is_local_path_syntax(path):
@@ -123,8 +128,24 @@ class ProjectPaths:
 
 
 def project_paths(data_root, cwd):
-    root = canonical_project_root(cwd)
-    return ProjectPaths(data_root, project_id_for(root), root)
+    given = _real_root(cwd)
+    root = platform.on_disk_spelling(given)
+    return ProjectPaths(data_root, _recorded_id(data_root, root, given), root)
+
+
+def _recorded_id(data_root, root, given):
+    """The project id of `root`. A project recorded before the on-disk spelling decided identity
+    (issue 27) under the spelling it was given (`~/proj` for `~/Proj` on a case-insensitive volume)
+    keeps its id while no project exists under the on-disk one, so nothing recorded is orphaned."""
+    project_id = project_id_for(root)
+    if given == root:
+        return project_id
+    projects = fast_os.path.join(data_root, "projects")
+    legacy = project_id_for(given)
+    if not fast_os.path.isdir(fast_os.path.join(projects, project_id)) and \
+            fast_os.path.isdir(fast_os.path.join(projects, legacy)):
+        return legacy
+    return project_id
 
 
 def unsafe(path, why):
