@@ -7,20 +7,10 @@ import os
 import subprocess
 import sys
 
+from helpers.hook_paths import code_for  # one run, shared with tests/bench/import_cost.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# A hook process's run up to its answer, as the launcher's fast path gives it: -I -S, lib/ and the
-# repo on sys.path, the handler the entry point in hooks/ imports, and the work after the answer
-# detached into its child as in a real hook (its modules are not what Codex waits for).
-ENTRY = {"SessionStart": ("hooks.session_start", "session_start"),
-         "UserPromptSubmit": ("hooks.user_prompt", "user_prompt_submit"), "Stop": ("hooks.stop", "stop")}
-_RUN = r'''
-import os, sys
-sys.path[:0] = [{lib!r}, {root!r}]
-from intent_loop.hook.runtime import run_hook
-handler = getattr(__import__({module!r}, fromlist=[{name!r}]), {name!r})
-run_hook({event!r}, handler, stdin_fd=0, stdout_fd=1, env=dict(os.environ), detach=True)
-print("\n@@" + repr(sorted(sys.modules)))
-'''
+PRINT_MODULES = 'print("\\n@@" + repr(sorted(sys.modules)))'
 # The unlinked SessionStart path at this commit: the read path (ledger, cache, views), the continuity
 # rule and the hook runtime; no storage.atomic, transaction or lock (it writes nothing).
 UNLINKED_SESSION_START = (
@@ -43,8 +33,7 @@ COSTLY = ("json", "re", "typing", "dataclasses", "enum", "inspect", "subprocess"
 
 def _run(event, payload, env):
     """(the hook's answer, the sorted names of every module the process loaded)."""
-    module, name = ENTRY[event]
-    code = _RUN.format(lib=os.path.join(ROOT, "lib"), root=ROOT, event=event, module=module, name=name)
+    code = code_for(event, lib=os.path.join(ROOT, "lib"), root=ROOT, after=PRINT_MODULES)
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr.decode()

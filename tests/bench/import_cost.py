@@ -20,22 +20,15 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Up to the answer and the fork of the after-answer child (whose output goes to /dev/null), with
-# the handler the entry point in hooks/ imports: what Codex waits for.
-ENTRY = {"SessionStart": ("hooks.session_start", "session_start"),
-         "UserPromptSubmit": ("hooks.user_prompt", "user_prompt_submit"), "Stop": ("hooks.stop", "stop")}
-_RUN = r'''
-import os, sys
-sys.path[:0] = [{lib!r}, {root!r}]
-from intent_loop.hook.runtime import run_hook
-handler = getattr(__import__({module!r}, fromlist=[{name!r}]), {name!r})
-run_hook({event!r}, handler, stdin_fd=0, stdout_fd=1, env=dict(os.environ), detach=True)
-try:  # the syncs made before the answer (an older tree counts none)
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "lib")]
+from helpers.hook_paths import code_for  # noqa: E402 (the run tests/test_hook_modules.py pins)
+from helpers.settle import settle  # noqa: E402
+
+AFTER = '''try:  # the syncs made before the answer (an older tree counts none)
     from intent_loop.base import platform
-    sys.stderr.write("syncs:" + repr(platform.SYNCS) + "\n")
+    sys.stderr.write("syncs:" + repr(platform.SYNCS) + "\\n")
 except (ImportError, AttributeError):
-    pass
-'''
+    pass'''
 PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop")
 
 
@@ -53,11 +46,11 @@ def payloads(ws, n):
 
 
 def run(tree, event, payload, env, *, importtime):
-    module, name = ENTRY[event]  # an older tree's entry points import the same names from its handlers
-    code = _RUN.format(lib=str(tree / "lib"), root=str(tree), event=event, module=module, name=name)
+    code = code_for(event, lib=tree / "lib", root=tree, after=AFTER)  # an older tree's hooks/ has the same names
     flags = ["-I", "-S", "-X", f"pycache_prefix={env['PYCACHE']}"] + (["-X", "importtime"] if importtime else [])
     done = subprocess.run([sys.executable, *flags, "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=env, timeout=60)
+    settle(env["INTENT_LOOP_DATA_DIR"], payload["cwd"], timeout=30)  # the next run starts with no work pending
     if done.returncode != 0:
         raise SystemExit(f"import_cost: the hook failed in {tree}: {done.stderr.decode()[-2000:]}")
     lines = done.stderr.decode().splitlines()
