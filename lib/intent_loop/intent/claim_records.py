@@ -20,8 +20,6 @@ must not be one a hook may show (a cache that moved a claim across is damaged: t
 folded from the ledger). Facts and the summary only choose and count, like the lifecycle the
 cache already keeps: a damaged one can hide a claim or miscount, never put words in anyone's mouth.
 """
-from _collections_abc import MutableMapping  # loaded at every interpreter start (collections.abc costs ~1 ms)
-
 from intent_loop.intent.claims import is_direct_user_explicit
 
 # A hidden row's facts: [provenance, actor, role, status, source kind, scope, facets, valid_from,
@@ -107,7 +105,7 @@ class Refolded(Exception):
         self.claims = claims
 
 
-class ClaimRecords(MutableMapping):
+class ClaimRecords:
     """`task["claims"]` of a cache-backed task: the mapping every consumer uses, loading the hidden
     shard only when a caller asks for a claim it does not hold or for all of them.
 
@@ -225,8 +223,26 @@ class ClaimRecords(MutableMapping):
             raise KeyError(claim_id)
         del self._items[claim_id]
 
+    def pop(self, claim_id, *default):
+        record = self._take(claim_id)
+        if record is None:
+            if default:
+                return default[0]
+            raise KeyError(claim_id)
+        del self._items[claim_id]
+        return record
+
     def __iter__(self):
         return iter(list(self._items) + list(self._hidden()))
+
+    def keys(self):
+        return list(self)
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
 
     def __len__(self):
         if not self.hidden_loaded:
@@ -235,6 +251,13 @@ class ClaimRecords(MutableMapping):
 
     def __bool__(self):
         return bool(self._items) or (self._summary is not None and self._summary["count"] > 0)
+
+    def __eq__(self, other):
+        if isinstance(other, (ClaimRecords, dict)):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None
 
     def __json__(self):
         return dict(self.items())

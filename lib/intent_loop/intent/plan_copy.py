@@ -1,7 +1,5 @@
 """A plan's scratch copy of the project state: it copies only what the plan touches, so a plan
 over a cache-backed state never loads the rest of it, and never changes the state it was made from."""
-from _collections_abc import MutableMapping  # loaded at every interpreter start (collections.abc costs ~1 ms)
-
 from intent_loop.base.canonical import dumps, loads
 from intent_loop.intent.cache_source import MAPS
 from intent_loop.intent.claim_records import ClaimRecords
@@ -20,7 +18,7 @@ def _copy(value):
     return loads(dumps(value))
 
 
-class Overlay(MutableMapping):
+class Overlay:
     """Copy-on-read view of a map: a plan changes its copies, never the base (nor its cache)."""
 
     def __init__(self, base):
@@ -38,6 +36,10 @@ class Overlay(MutableMapping):
             return _MISSING
         self._own[key] = value = _copy(value)
         return value
+
+    def get(self, key, default=None):
+        value = self._get(key)
+        return default if value is _MISSING else value
 
     def __getitem__(self, key):
         value = self._get(key)
@@ -58,6 +60,21 @@ class Overlay(MutableMapping):
         del self._own[key]
         self._gone.add(key)
 
+    def setdefault(self, key, default=None):
+        value = self._get(key)
+        if value is _MISSING:
+            self[key] = value = default
+        return value
+
+    def pop(self, key, *default):
+        value = self._get(key)
+        if value is _MISSING:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        del self[key]
+        return value
+
     def mark(self, key):
         pass
 
@@ -69,8 +86,20 @@ class Overlay(MutableMapping):
         keys += [k for k in self._own if k not in self._gone and k not in self._base]
         return iter(keys)
 
+    def keys(self):
+        return list(self)
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
     def __len__(self):
         return len(list(self))
+
+    def __bool__(self):
+        return len(self) > 0
 
 
 def scratch(state):
