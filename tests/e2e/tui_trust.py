@@ -334,13 +334,17 @@ def hook_state_keys(codex_home):
 
 
 def _choose(tui, prompt, label, deadline):
-    """In the dialog titled `prompt`, select the option labelled `label` by its digit, then confirm
-    it with Enter half a second later, again every two seconds while the dialog stays open."""
+    """In the dialog titled `prompt`, select the option labelled `label` by its digit (sent again
+    every two seconds until the selection shows it: a dialog drawn before the TUI reads keys drops
+    a key typed at once, as a loaded CI machine showed), then confirm it with Enter half a second
+    later, again every two seconds while the dialog stays open."""
     digit = re.search(rf"(\d)\. {re.escape(label)}", tui.screen.text())
     assert digit, f"no numbered option {label!r} on the screen:\n{tui.screen.text()}"
-    tui.send(digit.group(1))
     selected = re.compile(rf"› {digit.group(1)}\. {re.escape(label)}")
-    assert tui.wait_for(selected.search, deadline), f"option {label!r} was not selected:\n{tui.screen.text()}"
+    while not selected.search(tui.screen.text()) and time.monotonic() < deadline:
+        tui.send(digit.group(1))
+        tui.wait_for(selected.search, min(deadline, time.monotonic() + 2))
+    assert selected.search(tui.screen.text()), f"option {label!r} was not selected:\n{tui.screen.text()}"
     while time.monotonic() < deadline:
         tui.pump(0.5)
         tui.send("\r")
