@@ -8,7 +8,7 @@ skip a version, and the file on disk never goes back to an older one.
 import stat
 import time
 
-from intent_loop.base import fast_os
+from intent_loop.base import fast_os, platform
 from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document
@@ -243,15 +243,19 @@ def directory_problem(path):
     return f"{directory} is {kind}; intent-loop writes nothing through it (Guard still reads {path})"
 
 
-def apply_file(publication):
-    """Write or withdraw the document (the caller holds the lock and has appended the event)."""
+def apply_file(publication, *, sync_later=None):
+    """Write or withdraw the document (the caller holds the lock and has appended the event).
+
+    `sync_later(sync)`: the file is renamed into place now, so Guard reads the new contract from
+    this instant, and its syncs are left to `sync` (a hook's transaction runs it after the answer:
+    storage.transaction.Transaction.sync_later); without it the file is written durably here."""
     if publication.remove:
         try:
             fast_os.unlink(publication.path)
         except FileNotFoundError:
             pass
     elif publication.document is not None:
-        write_document(publication.path, publication.document)
+        write_document(publication.path, publication.document, sync_later=sync_later)
 
 
 def refresh(tx, *, workspace, env, now=time.time, cwd=None):
@@ -264,8 +268,9 @@ def refresh(tx, *, workspace, env, now=time.time, cwd=None):
     return publication.as_dict()
 
 
-def write_document(path, data):
-    """Atomic replace in the document's own directory; add a .gitignore when we create it."""
+def write_document(path, data, *, sync_later=None):
+    """Atomic replace in the document's own directory; add a .gitignore when we create it.
+    With `sync_later` (see apply_file) the replace is atomic now and made durable by it."""
     directory = fast_os.path.dirname(path)
     try:
         st = fast_os.lstat(directory)
@@ -279,9 +284,23 @@ def write_document(path, data):
             raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
                                   f"cannot create {directory}: {exc.strerror}") from exc
     try:
-        replace_atomically(path, data, mode=0o644)
+        replace_atomically(path, data, mode=0o644, durable=sync_later is None)
+        if sync_later is not None:
+            sync_later(lambda: make_durable(path))
     except IntentLoopError as exc:
         if exc.code == ErrorCode.DURABILITY_UNCERTAIN:
             return
         raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
                               f"{exc.message}; the next refresh writes it again") from exc
+
+
+def make_durable(path):
+    """Sync a document already renamed into place, then its directory (atomic.replace_atomically's
+    two syncs, made after the answer). A file replaced since then is synced as it now stands."""
+    fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK)
+    try:
+        if stat.S_ISREG(fast_os.fstat(fd).st_mode):
+            platform.fsync_file(fd)
+    finally:
+        fast_os.close(fd)
+    platform.fsync_directory(fast_os.path.dirname(path))

@@ -34,10 +34,11 @@ def _reported(write_guard_file, env=None):
     return result
 
 
-def apply_quietly(publication, *, env=None):
-    """Write or withdraw the Guard file decided by add_publication (caller holds the lock)."""
+def apply_quietly(publication, *, env=None, sync_later=None):
+    """Write or withdraw the Guard file decided by add_publication (caller holds the lock);
+    `sync_later`: see provider.apply_file."""
     def write():
-        provider.apply_file(publication)
+        provider.apply_file(publication, sync_later=sync_later)
         return publication.as_dict()
 
     return _reported(write, env)

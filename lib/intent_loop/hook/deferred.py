@@ -6,7 +6,10 @@ and 10 ms at 10,000 on the development VM). Nothing in the answer depends on tha
 Codex waits for the hook process, not for what it leaves behind. So the hook answers first and a
 detached child does the write, under the same lock protocol, with its own deadline, logging a
 failure the way the hook would have. Commands are never deferred: their receipt says "recorded"
-only after the write.
+only after the ledger's sync. What their transaction leaves derived (the cache save, the Guard
+file's two syncs once it is renamed into place) is finished here, by the child, which inherits the
+project lock and releases it (storage.transaction.Transaction, `hand_over`): a fork costs less
+than that work, and the lock keeps every other writer from seeing the cache behind.
 
 Anyone who must see that work done (replay, tests, benchmarks) calls `pending_work.wait_idle`:
 every child holds a shared flock on `cache/deferred.lock`, taken by the parent before fork(), so

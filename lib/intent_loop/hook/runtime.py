@@ -26,12 +26,16 @@ class AfterAnswer:
     queues one that runs even when the handler raised (a cache rebuild: the read failed because
     the checkpoint is far behind, so nothing is logged as a failure); `budget` is the seconds the
     work may take (a rebuild's own, else the hook's); `on_failure(exc)` composes the answer that
-    names what the user typed and was not recorded, or was recorded and not answered."""
+    names what the user typed and was not recorded, or was recorded and not answered.
+    `hand_over(paths, job)` takes what a committed transaction left to finish (its cache, the Guard
+    file's syncs, the release of the lock it still holds: storage.transaction); that job runs
+    first, whether or not the handler then failed, since the other jobs may need the lock."""
 
-    __slots__ = ("paths", "jobs", "rescue", "budget", "on_failure")
+    __slots__ = ("paths", "jobs", "rescue", "budget", "on_failure", "handed_over")
 
     def __init__(self):
         self.paths, self.jobs, self.rescue, self.budget, self.on_failure = None, [], None, None, None
+        self.handed_over = []
 
     def add(self, paths, job):
         self.paths = paths
@@ -40,9 +44,14 @@ class AfterAnswer:
     def despite_failure(self, paths, job, *, budget):
         self.paths, self.rescue, self.budget = paths, job, budget
 
+    def hand_over(self, paths, job):
+        self.paths = paths
+        self.handed_over.append(job)
+
     def work(self, *, succeeded):
-        """The job to run now, or None: every queued job in order (after a failure, only the rescue)."""
-        jobs = ([self.rescue] if self.rescue is not None else []) + (self.jobs if succeeded else [])
+        """The job to run now, or None: every queued job in order (a transaction's handed-over rest
+        first; after a failure, only that and the rescue)."""
+        jobs = self.handed_over + ([self.rescue] if self.rescue is not None else []) + (self.jobs if succeeded else [])
         if not jobs:
             return None
         if len(jobs) == 1:
@@ -120,11 +129,12 @@ def render_answer(event_name, answer):
 
 
 def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline_seconds=DEADLINE_SECONDS,
-             detach=False):
+             detach=False, then=None):
     """Run `handler(payload, context) -> {"context"?, "system_message"?, "block_reason"?}` fail-open;
     never raises. What the handler queues on `context["after"]` (an AfterAnswer) runs once the
     answer is out, in a detached child when `detach` (the hook process), else right here
-    (in-process callers and tests)."""
+    (in-process callers and tests), followed there by `then()` when given. Returns whether any
+    work ran after the answer (and so `then` with it)."""
     env = fast_os.environment if env is None else env
     output = _Output(stdout_fd)
     started = time.monotonic()
@@ -166,9 +176,24 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
         pass
     output.write(data)
     paths, job = _with_maintenance(after.paths, after.work(succeeded=succeeded))
-    if job is not None:
-        _finish_after_answer(paths, job, env, event_name, detach=detach,
-                             deadline_seconds=after.budget or deadline_seconds)
+    if job is None:
+        return False
+    _finish_after_answer(paths, _followed_by(job, then), env, event_name, detach=detach,
+                         deadline_seconds=after.budget or deadline_seconds)
+    return True
+
+
+def _followed_by(job, then):
+    if then is None:
+        return job
+
+    def both(deadline):
+        try:
+            job(deadline)
+        finally:
+            then()
+
+    return both
 
 
 def _failure_answer(event_name, after, exc):
@@ -218,16 +243,21 @@ def serve(event_name, handler):
     fast_os._exit skips interpreter teardown (finalizing every loaded module and a GC pass), which
     costs about 3 ms, a quarter of an interpreter start, once the write path is loaded. Nothing
     is lost by it: the answer left through fast_os.write, every file written was closed (and synced
-    where durability matters) before the handler returned, and the lock was released.
+    where durability matters) before the handler returned, and the lock was released, or is held
+    by the child that finishes a committed transaction's derived work (AfterAnswer.hand_over).
+    The hook-run record goes to that child too when there is one: Codex waits for this process.
     """
     if fast_os.getenv("INTENT_LOOP_EXTRACTING") is not None:  # only the first run after shiv extracted the runtime
         from intent_loop.launch.extracted_runtime import finish_extraction
 
         finish_extraction()
-    run_hook(event_name, handler, detach=True)
-    from intent_loop.launch import run_record  # after the answer: doctor's proof that Codex runs us
+    def record_run():  # after the answer: doctor's proof that Codex runs us
+        from intent_loop.launch import run_record
 
-    run_record.record(fast_os.environment, event_name, sys.argv[0] if sys.argv else None)
+        run_record.record(fast_os.environment, event_name, sys.argv[0] if sys.argv else None)
+
+    if not run_hook(event_name, handler, detach=True, then=record_run):
+        record_run()  # no child to leave it to: here, before the exit Codex waits for
     fast_os._exit(0)
 
 

@@ -23,9 +23,16 @@ class Transaction:
 
     Entering takes the project lock, removes residue of killed processes, verifies the ledger
     from the cached checkpoint and quarantines a torn tail. `append` durably adds events.
+
+    `hand_over(job)`: a caller that answers someone before it exits (a hook) gets, at a successful
+    exit, the derived work a write leaves (saving the cache, the syncs asked for by `sync_later`)
+    and the release of the lock, as `job(deadline)` to run once its answer is out; the lock stays
+    held until then, so no other writer sees the cache behind. Whoever takes the job must run it
+    (a process that dies first leaves a lock the kernel has already let go: storage.lock reclaims
+    it). Nothing durable moves: the ledger's sync is still made before `append` returns.
     """
 
-    def __init__(self, paths, reducer, *, deadline, resume=None, _now=time.time):
+    def __init__(self, paths, reducer, *, deadline, resume=None, hand_over=None, _now=time.time):
         self.paths = paths
         self.reducer = reducer
         self.deadline = deadline
@@ -41,6 +48,9 @@ class Transaction:
         self.verified = None
         self.durability_uncertain = False
         self.index_end = None  # how far the request index is known to cover the ledger
+        self._hand_over = hand_over
+        self._cache_due = False  # a cache save left for the handed-over job
+        self._later = []  # syncs left for it (sync_later)
 
     @property
     def state(self):
@@ -59,9 +69,34 @@ class Transaction:
             raise
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, exc_type, *exc_info):
         self._close()
-        self.lock.release()
+        if exc_type is None and self._hand_over is not None:
+            self._hand_over(self._finish)
+            return
+        self._finish(self.deadline)  # a failure after an append still leaves its cache saved
+
+    def _finish(self, deadline):
+        """The handed-over rest of a committed transaction: what it left derived, then the lock."""
+        try:
+            if self._cache_due:
+                self._cache_due = False
+                self._save_cache_now()
+            for sync in self._later:
+                try:
+                    sync()
+                except OSError:
+                    pass  # the renamed file is in place for every reader; only its durability is uncertain
+        finally:
+            self.lock.release()
+
+    def sync_later(self, sync):
+        """Run `sync()` (making a file already renamed into place durable) after the caller's answer
+        when the work is handed over, else now."""
+        if self._hand_over is None:
+            sync()
+        else:
+            self._later.append(sync)
 
     def _close(self):
         if self.fd is not None:
@@ -205,6 +240,12 @@ class Transaction:
         self._save_cache()
 
     def _save_cache(self):
+        if self._hand_over is not None:
+            self._cache_due = True  # saved by the handed-over job, once, however many appends
+            return
+        self._save_cache_now()
+
+    def _save_cache_now(self):
         st = paths_mod.check_regular_file(self.paths.ledger)
         if st is not None:
             checkpoint.save(self.paths, self.reducer, self.verified, st)
@@ -301,7 +342,7 @@ class Mutation:
 
 
 def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None,
-           on_replay=None, former_request_ids=()):
+           on_replay=None, former_request_ids=(), hand_over=None):
     """One locked, idempotent mutation; returns a Mutation.
 
     `plan(state)` decides the events from the verified state: a list of Drafts, or Planned(drafts,
@@ -313,11 +354,11 @@ def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, aft
     mutation)` runs under the lock for an exact retry, which appends nothing and runs no plan.
     `former_request_ids` are the ids the same request had under earlier redaction rules (a hook
     retried across an upgrade): one already recorded makes this a retry too. Its fingerprint is not
-    compared, being made of parameters redacted by the earlier rules.
+    compared, being made of parameters redacted by the earlier rules. `hand_over`: see Transaction.
     """
     check_request_id(request_id)
     fingerprint = request_fingerprint(operation, params)
-    with Transaction(paths, reducer, deadline=deadline, resume=resume) as tx:
+    with Transaction(paths, reducer, deadline=deadline, resume=resume, hand_over=hand_over) as tx:
         stored = tx.find_request(request_id)
         former = next(filter(None, map(tx.find_request, former_request_ids)), None) if not stored else None
         if stored or former:
