@@ -197,3 +197,26 @@ def test_a_project_recorded_under_another_spelling_keeps_its_id(tmp_path):
     assert _recorded_id(data, stored, stored) == project_id_for(stored)  # typed as stored: its own id
     os.makedirs(ProjectPaths(data, project_id_for(stored)).dir)
     assert _recorded_id(data, stored, given) == project_id_for(stored)  # both exist: the stored one wins
+
+
+def test_mount_information_comes_from_the_seam_and_is_optional(tmp_path):
+    """Linux's /proc/self/mountinfo (escaped mount points, the type after the '-' field); where it
+    does not exist (macOS) the project-root check does without it."""
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                         "30 22 0:5 / /proc rw,nosuid - proc proc rw\n"
+                         "31 22 0:6 / /mnt/my\\040disk rw shared:1 - vfat /dev/sdb1 rw\n")
+    assert platform.filesystem_type("/proc/self", str(mountinfo)) == "proc"
+    assert platform.filesystem_type("/mnt/my disk/x", str(mountinfo)) == "vfat"
+    assert platform.filesystem_type("/home/u/proj", str(mountinfo)) == "ext4"
+    assert platform.filesystem_type("/home/u/proj", str(tmp_path / "absent")) is None
+
+
+def test_the_seam_counts_the_bytes_written_to_storage(project):
+    before = platform.WRITTEN["bytes"]
+    _appended(project, 1)  # the ledger's first line (a replace), the cache, the request index
+    first = platform.WRITTEN["bytes"] - before
+    ledger_bytes = os.path.getsize(project.ledger)
+    assert first >= ledger_bytes
+    _appended(project, 2)  # ... then appends: each counted again
+    assert platform.WRITTEN["bytes"] - before - first >= os.path.getsize(project.ledger) - ledger_bytes > 0

@@ -3,7 +3,8 @@
     python3 tests/bench/import_cost.py [--runs 15] [--against REV]
 
 For each hook path (SessionStart resume, a prompt without commands, one with two commands, Stop)
-it prints the number of our modules the hook process loads and the minimum, over `--runs` runs,
+it prints the number of our modules the hook process loads, the syncs it made and the bytes it wrote
+to storage before its answer, and the minimum, over `--runs` runs,
 of the import time `-X importtime` reports for them (the sum of their self times). Wall-clock p95
 on two shared cores moves by more than the difference looked for; the minimum import time and
 the module count do not. `--against REV` measures the same in a worktree of REV, in the same
@@ -24,9 +25,10 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "lib")]
 from helpers.hook_paths import code_for  # noqa: E402 (the run tests/test_hook_modules.py pins)
 from helpers.settle import settle  # noqa: E402
 
-AFTER = '''try:  # the syncs made before the answer (an older tree counts none)
+AFTER = '''try:  # the syncs made and bytes written before the answer (an older tree counts none)
     from intent_loop.base import platform
     sys.stderr.write("syncs:" + repr(platform.SYNCS) + "\\n")
+    sys.stderr.write("written:" + repr(platform.WRITTEN["bytes"]) + "\\n")
 except (ImportError, AttributeError):
     pass'''
 PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop")
@@ -57,11 +59,13 @@ def run(tree, event, payload, env, *, importtime):
     ours = [line.split("|") for line in lines if line.startswith("import time:")]
     rows = [(int(r[0].split(":")[1]), r[2].strip()) for r in ours if r[2].strip().startswith(("intent_loop", "hooks"))]
     syncs = next((ast.literal_eval(line[len("syncs:"):]) for line in lines if line.startswith("syncs:")), {})
-    return len(rows), sum(us for us, _name in rows), sum(v for k, v in syncs.items() if k != "directory")
+    written = next((int(line[len("written:"):]) for line in lines if line.startswith("written:")), None)
+    return len(rows), sum(us for us, _name in rows), sum(v for k, v in syncs.items() if k != "directory"), written
 
 
 def measure(tree, runs):
-    """{path: (modules, minimum import µs)} for one source tree."""
+    """{path: (modules, minimum import µs, syncs, bytes written)} for one source tree, the last two
+    made before the answer by the hook process itself (its after-answer child not counted)."""
     with tempfile.TemporaryDirectory(prefix="il-imports-", ignore_cleanup_errors=True) as work:
         ws = Path(work, "ws")
         ws.mkdir()
@@ -72,13 +76,13 @@ def measure(tree, runs):
         run(tree, event, payload, env, importtime=False)
         out = {}
         for name in PATHS:
-            best, count, syncs = None, None, None
+            best, count, syncs, written = None, None, None, None
             for n in range(runs + 1):  # the first run compiles the bytecode: not counted
                 event, payload = payloads(ws, n)[name]
-                count, us, syncs = run(tree, event, payload, env, importtime=True)
+                count, us, syncs, written = run(tree, event, payload, env, importtime=True)
                 if n and (best is None or us < best):
                     best = us
-            out[name] = (count, best, syncs)
+            out[name] = (count, best, syncs, written)
         return out
 
 
@@ -98,13 +102,13 @@ def main(argv=None):
                 other = measure(tree, args.runs)
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
-    print(f"hook path                  | modules | min import (of {args.runs}) | syncs before the answer" +
+    print(f"hook path                  | modules | min import (of {args.runs}) | syncs, bytes before the answer" +
           (f" | {args.against}: modules, min import | difference" if other else ""))
     for name in PATHS:
-        count, us, syncs = here[name]
-        line = f"{name:<26} | {count:>7} | {us / 1000:>8.2f} ms | {syncs:>2}"
+        count, us, syncs, written = here[name]
+        line = f"{name:<26} | {count:>7} | {us / 1000:>8.2f} ms | {syncs:>2}, {written if written is not None else '-':>6}"
         if other:
-            o_count, o_us, _o_syncs = other[name]
+            o_count, o_us, _o_syncs, _o_written = other[name]
             line += (f" | {o_count:>3}, {o_us / 1000:6.2f} ms | {count - o_count:+d} modules, "
                      f"{(us - o_us) / 1000:+.2f} ms")
         print(line)

@@ -1,14 +1,15 @@
 """Everything that differs between operating systems: kernel locks, durable syncs, positioned
-reads, process identity.
+reads and writes, process identity, mount information.
 
 Linux and macOS are supported. Windows would need msvcrt locking and its own directory-sync
 story; keeping every such call here is what lets that port stay one module. Each facility a
 platform may lack or refuse has its fallback here (`preadv`, `fdatasync`, `F_FULLFSYNC`), and the
 tests remove or refuse each one to run the fallback on Linux (tests/test_platform_seam.py).
 
-Every sync goes through this module and is counted in SYNCS, so tests and benchmarks can say how
-many syncs a path made. `INTENT_LOOP_SLOW_SYNC_MS` (benchmarks only: `build.py bench --slow-sync
-MS`) makes each sync cost that many milliseconds more, so a Mac's F_FULLFSYNC cost shows here.
+Every sync goes through this module and is counted in SYNCS, and every byte written to storage in
+WRITTEN, so tests and benchmarks can say how many syncs a path made and what it wrote.
+`INTENT_LOOP_SLOW_SYNC_MS` (benchmarks only: `build.py bench --slow-sync MS`) makes each sync cost
+that many milliseconds more, so a Mac's F_FULLFSYNC cost shows here.
 """
 import sys
 import time
@@ -21,6 +22,9 @@ IS_WINDOWS = fast_os.name == "nt"
 # Syncs made by this process, by kind: "full" (F_FULLFSYNC), "fsync", "fdatasync", "directory"
 # (a directory's fsync, counted besides the fsync it makes).
 SYNCS = {"full": 0, "fsync": 0, "fdatasync": 0, "directory": 0}
+# Bytes this process wrote to storage through write_all and pwrite (the payload, not the kernel's
+# count of blocks, which the benchmarks read from ru_oublock).
+WRITTEN = {"bytes": 0}
 # Where F_FULLFSYNC was refused (some network and FUSE filesystems): fsync instead, from then on.
 _FULL_SYNC_REFUSED = set()
 
@@ -51,6 +55,24 @@ def read_into(fd, view, offset):
     data = fast_os.pread(fd, len(view), offset)
     view[:len(data)] = data
     return len(data)
+
+
+def write_all(fd, data):
+    """Write all of `data` at the file's position (a short write goes on from where it stopped)."""
+    view = memoryview(data)
+    while view:
+        written = fast_os.write(fd, view)
+        WRITTEN["bytes"] += written
+        view = view[written:]
+
+
+def pwrite(fd, data, offset):
+    """Write all of `data` at `offset` (the request index's slots and header)."""
+    view = memoryview(data)
+    while view:
+        written = fast_os.pwrite(fd, view, offset)
+        WRITTEN["bytes"] += written
+        view, offset = view[written:], offset + written
 
 
 def _fcntl():
@@ -157,6 +179,29 @@ def process_start_time(pid):
         fields = data[data.rfind(b")") + 2 :].split()
         return fields[19].decode() if len(fields) > 19 else None
     return None
+
+
+def filesystem_type(path, mountinfo="/proc/self/mountinfo"):
+    """The type of the filesystem `path` (a realpath) is on, from the longest matching mount point
+    of /proc/self/mountinfo; None where that file does not exist (not Linux) or cannot be read."""
+    try:
+        with open(mountinfo, "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:  # no /proc (macOS): the caller does without the check
+        return None
+    best, kind = -1, None
+    for line in data.decode("utf-8", "replace").splitlines():
+        fields = line.split(" ")
+        try:
+            mount_point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n") \
+                .replace("\\134", "\\")
+            fstype = fields[fields.index("-", 6) + 1]
+        except (IndexError, ValueError):
+            continue
+        inside = path == mount_point or mount_point == "/" or path.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) > best:
+            best, kind = len(mount_point), fstype
+    return kind
 
 
 def is_process_alive(pid):

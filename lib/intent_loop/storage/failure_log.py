@@ -8,7 +8,7 @@ free space, so `doctor` still sees that a hook failed.
 """
 import time
 
-from intent_loop.base import fast_os
+from intent_loop.base import fast_os, platform
 from intent_loop.base.canonical import dumps, loads
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import paths as paths_mod
@@ -43,7 +43,7 @@ def record(env, event_name, where, exc, *, executable=None):
         line = dumps({"at": int(time.time()), "event": event_name, "where": where, "code": code})
         fd, _st = paths_mod.open_regular(path, fast_os.O_WRONLY | fast_os.O_CREAT | fast_os.O_APPEND)
         try:
-            fast_os.write(fd, line.encode() + b"\n")
+            platform.write_all(fd, line.encode() + b"\n")
         finally:
             fast_os.close(fd)
     except BaseException:  # the caller answers fail-open whatever happens here

@@ -50,33 +50,11 @@ def _real_root(path):
     return platform.canonical_case(real)
 
 
-# Kernel filesystems no project lives on (Linux names, as /proc/self/mountinfo gives them).
+# Kernel filesystems no project lives on (Linux names, as /proc/self/mountinfo gives them:
+# base/platform.filesystem_type).
 PSEUDO_FILESYSTEMS = frozenset(("proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs",
                                 "debugfs", "tracefs", "pstore", "bpf", "mqueue", "configfs", "fusectl",
                                 "binfmt_misc", "efivarfs", "hugetlbfs"))
-
-
-def filesystem_type(path, mountinfo="/proc/self/mountinfo"):
-    """The type of the filesystem `path` (a realpath) is on, from the longest matching mount point
-    of /proc/self/mountinfo; None where that file does not exist (not Linux) or cannot be read."""
-    try:
-        with open(mountinfo, "rb") as fh:
-            data = fh.read(1 << 20)
-    except OSError:
-        return None
-    best, kind = -1, None
-    for line in data.decode("utf-8", "replace").splitlines():
-        fields = line.split(" ")
-        try:
-            mount_point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n") \
-                .replace("\\134", "\\")
-            fstype = fields[fields.index("-", 6) + 1]
-        except (IndexError, ValueError):
-            continue
-        inside = path == mount_point or mount_point == "/" or path.startswith(mount_point.rstrip("/") + "/")
-        if inside and len(mount_point) > best:
-            best, kind = len(mount_point), fstype
-    return kind
 
 
 def check_new_project_root(paths):
@@ -89,7 +67,7 @@ def check_new_project_root(paths):
     if root == data_root or root.startswith(data_root.rstrip(fast_os.sep) + fast_os.sep):
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT,
                               f"{root} is inside intent-loop's data directory; work in a project directory")
-    kind = filesystem_type(root)
+    kind = platform.filesystem_type(root)
     if kind in PSEUDO_FILESYSTEMS:
         raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT,
                               f"{root} is on a {kind} filesystem, not a project; "

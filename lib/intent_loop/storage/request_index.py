@@ -18,7 +18,7 @@ for the id instead (a byte search, bounded memory) and marks the table for `rebu
 hook's after-answer child and the CLI run.
 """
 
-from intent_loop.base import fast_os
+from intent_loop.base import fast_os, platform
 from intent_loop.base.canonical import loads, sha256_hex
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import paths as paths_mod
@@ -92,14 +92,14 @@ class Table:
         for pos in range(0, len(data), SLOT):
             found = data[pos : pos + 16]
             if found == key or found == _EMPTY:
-                fast_os.pwrite(self.fd, key + _p64(offset) + _p64(end), at + pos)
+                platform.pwrite(self.fd, key + _p64(offset) + _p64(end), at + pos)
                 self.count += found == _EMPTY
                 return True
         return False
 
     def cover(self, end, line_start, last_hash):
         self.covered_end, self.covered_start, self.covered_hash = end, line_start, last_hash[:16].encode()
-        fast_os.pwrite(self.fd, self.header(), 0)
+        platform.pwrite(self.fd, self.header(), 0)
 
     def is_crowded(self):
         return self.count * 2 > self.capacity
@@ -114,7 +114,7 @@ def _open(paths, *, create):
                 return None
             fd = fast_os.open(path, flags | fast_os.O_CREAT | fast_os.O_EXCL, 0o600)
             table = Table(fd, INITIAL_CAPACITY)
-            fast_os.pwrite(fd, table.header(), 0)
+            platform.pwrite(fd, table.header(), 0)
             return table
         fd = fast_os.open(path, flags)
     except (OSError, IntentLoopError):
@@ -367,7 +367,7 @@ def _write_table(temp, capacity, requests, size, last_line_start, last_hash):
         if size:
             table.cover(size, last_line_start, last_hash)
         else:
-            fast_os.pwrite(fd, table.header(), 0)
+            platform.pwrite(fd, table.header(), 0)
         return True
     finally:
         fast_os.close(fd)
