@@ -106,7 +106,8 @@ def main(argv=None):
           (f" | {args.against}: modules, min import | difference" if other else ""))
     for name in PATHS:
         count, us, syncs, written = here[name]
-        line = f"{name:<26} | {count:>7} | {us / 1000:>8.2f} ms | {syncs:>2}, {written if written is not None else '-':>6}"
+        shown = "-" if written is None else written
+        line = f"{name:<26} | {count:>7} | {us / 1000:>8.2f} ms | {syncs:>2}, {shown:>6}"
         if other:
             o_count, o_us, _o_syncs, _o_written = other[name]
             line += (f" | {o_count:>3}, {o_us / 1000:6.2f} ms | {count - o_count:+d} modules, "
