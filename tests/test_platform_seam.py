@@ -220,3 +220,27 @@ def test_the_seam_counts_the_bytes_written_to_storage(project):
     assert first >= ledger_bytes
     _appended(project, 2)  # ... then appends: each counted again
     assert platform.WRITTEN["bytes"] - before - first >= os.path.getsize(project.ledger) - ledger_bytes > 0
+
+
+def test_the_mcp_server_finds_a_project_recorded_under_another_spelling_as_the_hooks_do(tmp_path, monkeypatch):
+    """A Mac (simulated: the kernel names `.../proj` as `.../Proj`) with a project recorded by the
+    build before issue 27 under the spelling Codex gave: the MCP binding keeps its id, like the hooks."""
+    from intent_loop.mcp.binding import bind
+    from intent_loop.storage.paths import ProjectPaths, project_id_for
+
+    given = tmp_path / "proj"
+    given.mkdir()
+    stored = str(tmp_path / "Proj")
+    monkeypatch.setattr(platform, "on_disk_spelling", lambda path: path.replace("/proj", "/Proj"))
+    data = str(tmp_path / "data")
+    meta = {"codex/sandbox-state-meta": {"sandboxCwd": given.as_uri()}, "threadId": "t-1"}
+    env = {"INTENT_LOOP_DATA_DIR": data}
+
+    def bound():
+        return bind(meta, {}, env=env, executable=None, ask_roots=lambda: None).paths
+
+    assert bound().project_id == project_id_for(stored) and bound().root == stored  # nothing recorded yet
+    legacy = ProjectPaths(data, project_id_for(str(given)))
+    os.makedirs(legacy.dir)
+    assert bound().project_id == legacy.project_id  # recorded under the given spelling: it stays found
+    assert bound().project_id == project_paths(data, str(given)).project_id  # as a hook finds it

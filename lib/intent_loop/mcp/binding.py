@@ -2,16 +2,11 @@
 
 The project root comes from `_meta["codex/sandbox-state-meta"].sandboxCwd` (the hooks' cwd), and the
 session from `_meta.threadId` (the hooks' session_id): the model types neither. The project id and
-session hash are computed by the same functions the hooks use.
+session hash are computed by the same functions the hooks use (a project recorded under another
+spelling of its directory keeps its id here too: storage.paths.project_paths).
 """
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.paths import (
-    ProjectPaths,
-    canonical_project_root,
-    project_id_for,
-    resolve_data_root,
-    session_hash,
-)
+from intent_loop.storage.paths import canonical_project_root, project_paths, resolve_data_root, session_hash
 
 SANDBOX_META = "codex/sandbox-state-meta"
 TURN_META = "x-codex-turn-metadata"
@@ -67,22 +62,24 @@ def path_of_file_url(url, *, invalid=_metadata_invalid):
 
 
 def project_root(meta, arguments, *, ask_roots):
-    """The canonical project root for a call (see the module docstring for the order)."""
+    """The project directory a call acts for, as the client gave it (an absolute path, checked to
+    be a project directory; see the module docstring for the order)."""
     explicit = arguments.get("project_root")
     if explicit is not None:
         if not isinstance(explicit, str):
             raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "project_root must be an absolute path")
-        explicit = canonical_project_root(explicit)
+        canonical_project_root(explicit)  # INVALID_PROJECT_ROOT before anything else is looked at
     sandbox = meta.get(SANDBOX_META)
     if sandbox is not None:
         if not isinstance(sandbox, dict) or "sandboxCwd" not in sandbox:
             raise _metadata_invalid("no sandboxCwd")
-        root = canonical_project_root(path_of_file_url(sandbox["sandboxCwd"]))
-        if explicit is not None and explicit != root:
+        given = path_of_file_url(sandbox["sandboxCwd"])
+        root = canonical_project_root(given)
+        if explicit is not None and canonical_project_root(explicit) != root:
             raise IntentLoopError(ErrorCode.PROJECT_ROOT_MISMATCH, (
-                f"project_root names {explicit}, but this Codex session works in {root}; "
-                "leave project_root out, the session's directory is used"))
-        return root
+                f"project_root names {canonical_project_root(explicit)}, but this Codex session works in "
+                f"{root}; leave project_root out, the session's directory is used"))
+        return given
     if explicit is not None:
         return explicit
     roots = ask_roots()
@@ -92,16 +89,18 @@ def project_root(meta, arguments, *, ask_roots):
             def invalid(why):
                 return IntentLoopError(ErrorCode.PROJECT_ROOT_REQUIRED, f"the client's root is unusable ({why})")
 
-            return canonical_project_root(path_of_file_url(local[0], invalid=invalid))
+            given = path_of_file_url(local[0], invalid=invalid)
+            canonical_project_root(given)
+            return given
     raise IntentLoopError(ErrorCode.PROJECT_ROOT_REQUIRED, (
         "no project directory: this client sends neither Codex's sandbox metadata nor exactly one file "
         "root; pass project_root (an absolute path)"))
 
 
 def bind(meta, arguments, *, env, executable, ask_roots):
-    root = project_root(meta, arguments, ask_roots=ask_roots)
+    given = project_root(meta, arguments, ask_roots=ask_roots)
     data_root, how = resolve_data_root(env, executable=executable)
-    paths = ProjectPaths(data_root, project_id_for(root), root)
+    paths = project_paths(data_root, given)
     thread = meta.get("threadId")
     turn_meta = meta.get(TURN_META)
     turn = turn_meta.get("turn_id") if isinstance(turn_meta, dict) else None
