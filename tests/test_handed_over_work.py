@@ -56,11 +56,13 @@ def _hook(tmp_path, payload, *, slow_sync_ms=0):
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
     if slow_sync_ms:
         env["INTENT_LOOP_SLOW_SYNC_MS"] = str(slow_sync_ms)
-    code = code_for("UserPromptSubmit", lib=ROOT / "lib", root=ROOT, after=after)
+    code = code_for(payload["hook_event_name"], lib=ROOT / "lib", root=ROOT, after=after)
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     seen = next(json.loads(line[6:]) for line in done.stderr.decode().splitlines() if line.startswith("after:"))
+    if payload["hook_event_name"] == "Stop":  # its work is all after the answer
+        settle(str(tmp_path / "data"), str(ws))
     return json.loads(done.stdout), seen, paths
 
 
@@ -161,3 +163,27 @@ def test_a_guard_file_synced_later_is_in_place_first_and_synced_by_the_later_cal
     assert target.read_bytes() == b'{"v": 1}\n' and platform.SYNCS == before and len(later) == 1
     later[0]()
     assert platform.SYNCS["fsync"] == before["fsync"] + 2 and platform.SYNCS["directory"] == before["directory"] + 1
+
+
+@pytest.mark.parametrize("lost", ["the previous version", "an empty file"])
+def test_a_guard_file_left_behind_by_a_crash_before_its_syncs_is_put_back_by_the_next_stop(tmp_path, lost):
+    """A power loss between the rename and the child's syncs may leave the previous document (or,
+    without the rename's data, an empty file) where the new one was: the next Stop writes the
+    recorded contract back, at the recorded version."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    contract = ws / ".execution-fidelity" / "contract.json"
+    _hook(tmp_path, _prompt(ws, "t-1", "intent: goal ship the parser"))
+    settle(str(tmp_path / "data"), str(ws))
+    first = contract.read_bytes()
+    _hook(tmp_path, _prompt(ws, "t-2", "intent: must keep the API"))
+    settle(str(tmp_path / "data"), str(ws))
+    recorded = contract.read_bytes()
+    contract.write_bytes(first if lost == "the previous version" else b"")
+    stop = {"hook_event_name": "Stop", "session_id": "s-1", "turn_id": "t-2", "cwd": str(ws), "model": "m",
+            "permission_mode": "default", "transcript_path": None, "stop_hook_active": False,
+            "last_assistant_message": "Done."}
+    _hook(tmp_path, stop)
+    identity = ("contract_ref", "contract_version", "snapshot_sha256")
+    written_back, expected = json.loads(contract.read_bytes())["envelope"], json.loads(recorded)["envelope"]
+    assert [written_back[k] for k in identity] == [expected[k] for k in identity]  # as recorded, no new version
