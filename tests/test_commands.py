@@ -476,11 +476,11 @@ def test_verb_tables_follow_the_issue_order():
 def test_every_management_verb_has_exactly_one_handler_and_no_claim_verb_has_one():
     """The runner dispatches by an explicit {verb: handler} table (issue 26): a verb missing from it
     would quietly become a claim, a claim verb in it would never be recorded."""
-    from intent_loop.ops.apply_commands import _Runner
+    from intent_loop.ops.verb_runner import VerbRunner
 
-    assert set(_Runner.MANAGE) == set(MANAGE_VERBS)
-    assert not set(_Runner.MANAGE) & set(CLAIM_VERBS)
-    assert all(callable(handler) and handler.__name__ == "_" + verb for verb, handler in _Runner.MANAGE.items())
+    assert set(VerbRunner.MANAGE) == set(MANAGE_VERBS)
+    assert not set(VerbRunner.MANAGE) & set(CLAIM_VERBS)
+    assert all(callable(handler) and handler.__name__ == "_" + verb for verb, handler in VerbRunner.MANAGE.items())
 
 
 def test_import_and_parse_stay_off_costly_modules():

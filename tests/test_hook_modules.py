@@ -75,8 +75,9 @@ PATH_MODULES = {
     "SessionStart resume": 38,
     "prompt without commands": 37,
     # issue 27: a command prompt forks a child to finish its transaction's derived work after the
-    # answer (hook/deferred and the pending-work lock it holds: +2)
-    "prompt with two commands": 64,
+    # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split
+    # what each verb does (ops/verb_runner) from running them as one mutation (+1)
+    "prompt with two commands": 65,
     "Stop": 33,  # the Stop's recording and Guard refresh run after its answer (hook/turn_end.py)
 }
 

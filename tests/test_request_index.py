@@ -6,7 +6,7 @@ import pytest
 
 from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import pending_work, reading, request_index, transaction
+from intent_loop.storage import maintenance, reading, request_index, transaction
 from tests.helpers.counting import CountingReducer, append_value
 from tests.helpers.files import read_bytes
 
@@ -22,7 +22,7 @@ def _fill(project, count, *, events=1, pad=0):
 
 
 def _run_maintenance():
-    for _paths, job in pending_work.take_maintenance():
+    for _paths, job in maintenance.take_maintenance():
         job(time.monotonic() + 30)
 
 
@@ -91,7 +91,7 @@ def test_an_exact_retry_is_found_through_the_index_and_other_parameters_are_refu
 @pytest.mark.parametrize("damage", ["missing", "old-format", "garbage", "stale-after-rewrite"])
 def test_a_missing_or_untrusted_index_still_finds_retries_and_is_rebuilt_after_the_answer(project, damage):
     _fill(project, 30, pad=3000)  # more than a mutation catches up in place (_CATCH_UP_LIMIT)
-    pending_work.take_maintenance()
+    maintenance.take_maintenance()
     if damage == "missing":
         os.unlink(_index(project))
     elif damage == "old-format":
@@ -109,7 +109,7 @@ def test_a_missing_or_untrusted_index_still_finds_retries_and_is_rebuilt_after_t
 
     assert append_value(project, CountingReducer(), "v3", request_id="req-3", extra={"pad": "x" * 3000}).replayed
     assert not append_value(project, CountingReducer(), "new", request_id="req-new").replayed
-    assert any(name == "request-index" for (_dir, name) in pending_work._requested)
+    assert any(name == "request-index" for (_dir, name) in maintenance._requested)
     _run_maintenance()
 
     assert not os.path.exists(os.path.join(project.cache_dir, "requests.idx"))
@@ -149,9 +149,9 @@ def test_deletion_style_rewrites_leave_a_table_the_ledger_no_longer_vouches_for(
 def test_a_small_unindexed_gap_is_caught_up_in_place(project):
     _fill(project, 10)
     os.unlink(_index(project))
-    pending_work.take_maintenance()
+    maintenance.take_maintenance()
     assert append_value(project, CountingReducer(), "v3", request_id="req-3").replayed
-    assert pending_work.take_maintenance() == []  # nothing left for after the answer
+    assert maintenance.take_maintenance() == []  # nothing left for after the answer
     table = request_index._open(project, create=False)
     try:
         assert table.count == 10 and table.covered_end == os.path.getsize(project.ledger)

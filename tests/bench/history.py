@@ -301,9 +301,9 @@ def warm(paths, reducer=REDUCER):
 
     with transaction.Transaction(paths, reducer, deadline=time.monotonic() + 120) as tx:
         tx.find_request("bench-index-warmup")
-    from intent_loop.storage import pending_work
+    from intent_loop.storage import maintenance
 
-    for _paths, job in pending_work.take_maintenance():  # the index rebuild a hook's child would run
+    for _paths, job in maintenance.take_maintenance():  # the index rebuild a hook's child would run
         job(time.monotonic() + 120)
     # The daily scrub ran today, as it has on any project used daily: without the stamp every
     # measured hook's child (restored to this cache) would verify the whole chain again.

@@ -1,7 +1,7 @@
 """Wait for the work a hook binary detaches after answering (its observation, Stop's publication)."""
 from intent_loop.errors import IntentLoopError
+from intent_loop.hook import pending_work
 from intent_loop.storage import paths as paths_mod
-from intent_loop.storage import pending_work
 
 
 def settle(data_root, cwd, *, timeout=10.0):

@@ -8,11 +8,11 @@ from intent_loop.cli.common import current_project, damage_next_action, data_roo
 from intent_loop.cli.old_runtimes import old_runtimes
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
+from intent_loop.hook import failure_log
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARIES, HOOK_EVENTS, HOOK_PREFIX
 from intent_loop.launch.extracted_runtime import describe as describe_runtimes
 from intent_loop.launch.hook_runs import UNTRUSTED_ACTION, ago
-from intent_loop.storage import failure_log
 from intent_loop.storage.paths import ProjectPaths
 from intent_loop.storage.reading import verify_all
 

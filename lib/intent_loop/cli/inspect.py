@@ -62,7 +62,7 @@ def register(subparsers):
 
 # -- status -------------------------------------------------------------------------------
 def _hook_failures(root):
-    from intent_loop.storage import failure_log
+    from intent_loop.hook import failure_log
 
     return len(failure_log.read(root).records)
 

@@ -90,9 +90,9 @@ def _run_maintenance():
     best effort, since its output is a cache and the command's answer is already printed."""
     import time
 
-    from intent_loop.storage import pending_work
+    from intent_loop.storage import maintenance
 
-    for _paths, job in pending_work.take_maintenance():
+    for _paths, job in maintenance.take_maintenance():
         try:
             job(time.monotonic() + MAINTENANCE_SECONDS)
         except Exception:  # noqa: S110 - a cache left stale is rebuilt by the next call that needs it

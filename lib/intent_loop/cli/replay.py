@@ -131,7 +131,7 @@ class ReplaySession:
     def _settle(self):
         """Let the work a hook detaches after answering (its observation, Stop's Guard refresh)
         land before the next step, as it does between two prompts a person types."""
-        from intent_loop.storage import pending_work
+        from intent_loop.hook import pending_work
 
         try:
             paths = self.paths()

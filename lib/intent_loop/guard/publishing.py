@@ -17,33 +17,31 @@ def add_publication(plan, *, workspace, env, now=time.time, cwd=None):
     return publication
 
 
-def _reported(write_guard_file, env=None):
+def _reported(write_guard_file, log=None):
     """A Guard-file write whose failure is reported, never raised: the recorded events stand. A
-    failure (or a path outside the project) is also logged with its code when `env` is given, so
-    a Stop hook, whose answer nobody reads, does not swallow it."""
+    failure (or a path outside the project) is also given to `log(error)` when there is one (a
+    hook's failure log, so a Stop hook, whose answer nobody reads, does not swallow it)."""
     try:
         result = write_guard_file()
     except IntentLoopError as exc:
         result = {"action": "error", "reason": exc.message, "code": exc.code}
     except OSError as exc:
         result = {"action": "error", "reason": str(exc), "code": ErrorCode.PROVIDER_WRITE_FAILED}
-    if env is not None and result.get("code"):
-        from intent_loop.storage import failure_log
-
-        failure_log.record(env, "Guard", "provider_file", IntentLoopError(result["code"], result.get("reason", "")))
+    if log is not None and result.get("code"):
+        log(IntentLoopError(result["code"], result.get("reason", "")))
     return result
 
 
-def apply_quietly(publication, *, env=None, sync_later=None):
+def apply_quietly(publication, *, log=None, sync_later=None):
     """Write or withdraw the Guard file decided by add_publication (caller holds the lock);
     `sync_later`: see provider.apply_file."""
     def write():
         provider.apply_file(publication, sync_later=sync_later)
         return publication.as_dict()
 
-    return _reported(write, env)
+    return _reported(write, log)
 
 
-def refresh_quietly(tx, *, workspace, env, cwd=None):
+def refresh_quietly(tx, *, workspace, env, cwd=None, log=None):
     """Refresh the Guard file in its own ledger write (a retried Stop, nothing else pending)."""
-    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env, cwd=cwd), env)
+    return _reported(lambda: provider.refresh(tx, workspace=workspace, env=env, cwd=cwd), log)

@@ -70,6 +70,12 @@ class HookContext:
             self.verified = read_verified(self.paths, self.after)
             self.state = self.verified.state
 
+    def log_guard(self, error):
+        """Log a Guard file that could not be written (guard/publishing.py hands the error here)."""
+        from intent_loop.hook.runtime import log_failure
+
+        log_failure(self.env, "Guard", "provider_file", error)
+
     def linked_task(self):
         return self.state["tasks"].get(self.state["sessions"].get(self.session))
 

@@ -16,10 +16,11 @@ every child holds a shared flock on `cache/deferred.lock`, taken by the parent b
 there is no moment when the work exists and the lock does not.
 """
 import _signal
+import sys
 import time
 
 from intent_loop.base import fast_os
-from intent_loop.storage import pending_work
+from intent_loop.hook import pending_work
 
 
 def detach(paths, job, *, deadline_seconds, on_failure, upkeep=None):
@@ -49,7 +50,7 @@ def detach(paths, job, *, deadline_seconds, on_failure, upkeep=None):
 
 def run_inline(job, *, deadline_seconds, on_failure):
     """Run `job(deadline)` bounded by SIGALRM (the hook's HookDeadline handler is installed), then
-    the storage maintenance the call or the job asked for (pending_work.request_maintenance)."""
+    the storage maintenance the call or the job asked for (storage.maintenance)."""
     deadline = time.monotonic() + deadline_seconds
     try:
         _signal.setitimer(_signal.ITIMER_REAL, deadline_seconds)
@@ -57,7 +58,7 @@ def run_inline(job, *, deadline_seconds, on_failure):
             job(deadline - 0.25)
         except Exception as exc:  # a detached job has nobody to raise to: log it, like a hook failure
             on_failure(exc)
-        for _paths, maintenance in pending_work.take_maintenance():
+        for _paths, maintenance in _maintenance_asked_for():
             try:
                 maintenance(deadline - 0.25)
             except Exception as exc:
@@ -66,6 +67,13 @@ def run_inline(job, *, deadline_seconds, on_failure):
         on_failure(exc)
     finally:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
+
+
+def _maintenance_asked_for():
+    """The storage maintenance asked for in this process, taken (none when nothing loaded the
+    registry: importing it just to find it empty would cost every hook a module)."""
+    registry = sys.modules.get("intent_loop.storage.maintenance")
+    return registry.take_maintenance() if registry is not None else []
 
 
 def _detach_stdio():

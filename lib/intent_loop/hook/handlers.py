@@ -127,7 +127,8 @@ def _guard_repair_job(ctx):
         from intent_loop.storage.transaction import Transaction
 
         with Transaction(ctx.paths, reducer(), deadline=deadline) as tx:
-            ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
+            ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd,
+                                                           log=ctx.log_guard))
 
     return repair
 
@@ -251,7 +252,7 @@ def _run_prompt_commands(payload, runtime, prompt):
             ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
             request_id=request_id, former_request_ids=former_ids, deadline=ctx.deadline,
             workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified,
-            cwd=ctx.cwd, hand_over=lambda job: ctx.after.hand_over(ctx.paths, job))
+            cwd=ctx.cwd, hand_over=lambda job: ctx.after.hand_over(ctx.paths, job), log_guard_failure=ctx.log_guard)
         # the state the commands produced, from their own transaction; reread only when nothing was
         # written in this call (all lines rejected, or a retry that returned the stored events)
         state = receipt.state if receipt.state is not None else read_state(ctx.paths, after)

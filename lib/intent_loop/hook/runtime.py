@@ -214,8 +214,8 @@ def _with_maintenance(paths, job):
     for (the detached child runs what the call and its own job asked for: see deferred.run_inline)."""
     if job is not None:
         return paths, job
-    pending_work = sys.modules.get("intent_loop.storage.pending_work")  # not loaded: nothing asked
-    jobs = pending_work.peek_maintenance() if pending_work is not None else []
+    maintenance = sys.modules.get("intent_loop.storage.maintenance")  # not loaded: nothing asked
+    jobs = maintenance.peek_maintenance() if maintenance is not None else []
     if not jobs:
         return None, None
     return jobs[0][0], lambda deadline: None
@@ -275,9 +275,9 @@ def parse_payload(raw, event_name):
 
 
 def log_failure(env, event_name, where, exc):
-    """Record a hook failure, codes only (storage/failure_log.py); never raises."""
+    """Record a hook failure, codes only (hook/failure_log.py); never raises."""
     try:
-        from intent_loop.storage import failure_log
+        from intent_loop.hook import failure_log
 
         failure_log.record(env, event_name, where, exc, executable=sys.argv[0] if sys.argv else None)
     except BaseException:  # logging must never turn a fail-open answer into a crash

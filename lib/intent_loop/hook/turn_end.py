@@ -41,14 +41,15 @@ def stop(payload, runtime):
 
         def after_commit(tx, mutation):
             if mutation.detail is not None:  # a refusal or a repair found here is told at the next prompt
-                ctx.seen.note_guard(publishing.apply_quietly(mutation.detail, env=ctx.env))
+                ctx.seen.note_guard(publishing.apply_quietly(mutation.detail, log=ctx.log_guard))
 
         mutation = mutate(ctx.paths, reducer(), request_id=request_id, former_request_ids=former_ids, operation="stop",
                           params={"source": source}, plan=plan, deadline=deadline,
                           after_commit=after_commit, resume=ctx.verified)
         if mutation.replayed:  # a retried Stop still makes sure the file is current
             with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd))
+                ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env,
+                                                               cwd=ctx.cwd, log=ctx.log_guard))
 
     ctx.after.add(ctx.paths, record_and_publish)
     return None

@@ -11,7 +11,7 @@ from intent_loop.base.canonical import dumps
 from intent_loop.guard import provider
 from intent_loop.intent import private_mode
 from intent_loop.storage import quarantine
-from intent_loop.storage.pending_work import PENDING_FILE
+from intent_loop.storage.paths import PENDING_FILE
 
 
 def clear(paths, old_state, *, task_id, whole_task, ids, statements, workspace, env):

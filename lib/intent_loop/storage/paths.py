@@ -50,6 +50,10 @@ def _real_root(path):
     return platform.canonical_case(real)
 
 
+# cache/deferred.lock: the lock the hooks' detached children hold shared (hook/pending_work.py); a
+# cache file deletion keeps, since a child may hold it and its waiters need it.
+PENDING_FILE = "deferred.lock"
+
 # Kernel filesystems no project lives on (Linux names, as /proc/self/mountinfo gives them:
 # base/platform.filesystem_type).
 PSEUDO_FILESYSTEMS = frozenset(("proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs",

@@ -282,7 +282,7 @@ def ask_for_rebuild(tx):
 def _ask_for_rebuild(tx):
     """Have the table rebuilt once the answer is out, for the verified prefix as the transaction
     leaves it (read when the job runs, so it includes what this mutation appended)."""
-    from intent_loop.storage import pending_work
+    from intent_loop.storage import maintenance
 
     paths = tx.paths
 
@@ -304,7 +304,7 @@ def _ask_for_rebuild(tx):
         finally:
             fast_os.close(fd)
 
-    pending_work.request_maintenance(paths, "request-index", rebuild_job)
+    maintenance.request_maintenance(paths, "request-index", rebuild_job)
 
 
 def rebuild(paths, fd, size, *, last_line_start, last_hash):

@@ -1,15 +1,15 @@
 """The pending-work lock `cache/deferred.lock`: detached hook writers hold it shared, waiters exclusive.
 
-Lives in storage because deletion must keep the file and replay, tests and benchmarks wait on it;
-the detached writers themselves are the hook layer's (intent_loop.hook.deferred).
+The hook process's own state: its detached children (hook/deferred.py) hold it; replay, the tests
+and the benchmarks wait on it. Its name is part of the data layout (storage.paths.PENDING_FILE),
+which deletion keeps.
 """
 import time
 
 from intent_loop.base import fast_os, platform
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import paths as paths_mod
-
-PENDING_FILE = "deferred.lock"
+from intent_loop.storage.paths import PENDING_FILE
 
 
 def hold(paths):
@@ -56,26 +56,3 @@ def wait_idle(paths, *, timeout):
         return platform.wait_for_lock(fd, until=time.monotonic() + timeout, pause=0.002)
     finally:
         fast_os.close(fd)
-
-
-# Storage maintenance a call asked for while it ran (a request index to rebuild, a checkpoint to
-# refresh): never done inside a hook's deadline. The hook runs these after its answer, in the
-# same detached child as its own deferred work; the command line runs them before it exits.
-_requested = {}
-
-
-def request_maintenance(paths, name, job):
-    """Ask for `job(deadline)` to run after the answer, once per project and name per process: a
-    later request replaces an earlier one (it was made with the newer state)."""
-    _requested[(paths.dir, name)] = (paths, job)
-
-
-def peek_maintenance():
-    return list(_requested.values())
-
-
-def take_maintenance():
-    """The (paths, job) pairs asked for so far, forgetting them."""
-    jobs = list(_requested.values())
-    _requested.clear()
-    return jobs
