@@ -1,5 +1,7 @@
-"""A JSON-RPC client for dist/intent-loop-mcp: the server in its own session, lines read with a
-timeout, the process killed and reaped when the block ends, whatever happened."""
+"""JSON-RPC clients of the MCP server: McpServer drives dist/intent-loop-mcp (the server in its own
+session, lines read with a timeout, the process killed and reaped when the block ends, whatever
+happened); InProcessMcp hands each request to the server's own dispatch in this process, so the
+tools' logic is tested without a built dist/ (issue 26). Both answer the same calls."""
 import json
 import os
 import select
@@ -8,6 +10,8 @@ import subprocess
 import time
 
 import pytest
+
+from helpers.dist import requires_dist
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MCP_BINARY = os.path.join(REPO, "dist", "intent-loop-mcp")
@@ -24,13 +28,85 @@ def codex_meta(workspace, *, thread="thread-1", turn="turn-1", call="c1"):
                                          "sandboxCwd": "file://" + str(workspace)}}
 
 
-class McpServer:
+class _Client:
+    """What both clients share: requests by id, the handshake, and a tools/call's checked envelope."""
+
+    next_id = 100
+    calls = 0
+
+    def request(self, method, params=None, *, timeout=10.0):
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        reply = self.exchange(message, timeout)
+        assert reply.get("id") == self.next_id, reply
+        return reply
+
+    def initialize(self, **changes):
+        reply = self.request("initialize", dict(INITIALIZE, **changes))
+        self.notify({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def call(self, tool, arguments=None, *, meta=None, workspace=None, timeout=20.0, **meta_changes):
+        """The tool's structuredContent (the envelope); `isError` is checked against `ok`."""
+        self.calls += 1
+        if meta is None:
+            meta_changes.setdefault("call", f"c{self.calls}")
+            meta = codex_meta(workspace, **meta_changes)
+        reply = self.request("tools/call", {"name": tool, "arguments": arguments or {}, "_meta": meta},
+                             timeout=timeout)
+        result = reply["result"]
+        envelope = result["structuredContent"]
+        assert result["isError"] is (not envelope["ok"])
+        assert result["content"][0]["text"].startswith("intent-loop: ")  # one sentence for a person
+        assert json.loads(result["content"][1]["text"]) == envelope
+        return envelope
+
+
+class InProcessMcp(_Client):
+    """The server's dispatch (intent_loop.mcp.server.Server.handle) in this process: each request
+    goes through the same code as over stdio, and its reply through the server's own JSON encoding.
+    A client without roots; a bug raises here instead of becoming an error reply."""
+
+    mode = "in_process"
+
+    def __init__(self, env):
+        from intent_loop.mcp.server import Server
+
+        self._pipe = os.pipe()  # the stdio the server would read and write; never used here
+        self.server = Server(stdin_fd=self._pipe[0], stdout_fd=self._pipe[1], env=env)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self):
+        for fd in self._pipe:
+            os.close(fd)
+
+    def exchange(self, message, _timeout):
+        from intent_loop.base.canonical import dumps
+
+        return json.loads(dumps(self.server.handle(json.loads(json.dumps(message)))))
+
+    def notify(self, message):
+        assert self.server.handle(message) is None
+
+    @staticmethod
+    def run_hook(event, env, **kwargs):
+        return run_hook(event, env, from_source=True, **kwargs)
+
+
+class McpServer(_Client):
+    mode = "binary"
+
     def __init__(self, env, *, argv=None, cwd=None):
         self.proc = subprocess.Popen(argv or [MCP_BINARY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
         self.buffer = b""
-        self.next_id = 100
-        self.calls = 0
 
     def __enter__(self):
         return self
@@ -72,43 +148,25 @@ class McpServer:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def request(self, method, params=None, *, timeout=10.0):
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
+    def exchange(self, message, timeout):
         self.send(message)
-        reply = self.read(timeout)
-        assert reply.get("id") == self.next_id, reply
-        return reply
+        return self.read(timeout)
 
-    def initialize(self, **changes):
-        reply = self.request("initialize", dict(INITIALIZE, **changes))
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def call(self, tool, arguments=None, *, meta=None, workspace=None, timeout=20.0, **meta_changes):
-        """The tool's structuredContent (the envelope); `isError` is checked against `ok`."""
-        self.calls += 1
-        if meta is None:
-            meta_changes.setdefault("call", f"c{self.calls}")
-            meta = codex_meta(workspace, **meta_changes)
-        reply = self.request("tools/call", {"name": tool, "arguments": arguments or {}, "_meta": meta},
-                             timeout=timeout)
-        result = reply["result"]
-        envelope = result["structuredContent"]
-        assert result["isError"] is (not envelope["ok"])
-        assert result["content"][0]["text"].startswith("intent-loop: ")  # one sentence for a person
-        assert json.loads(result["content"][1]["text"]) == envelope
-        return envelope
+    notify = send
 
     def wait(self, timeout=10.0):
         return self.proc.wait(timeout=timeout)
 
+    run_hook = staticmethod(lambda event, env, **kwargs: run_hook(event, env, **kwargs))
 
-def run_hook(event, env, *, cwd, session_id, prompt=None, turn_id="turn-0", source="startup"):
-    """One real hook binary run for session `session_id`; returns its answer (a dict), after its
-    detached work has finished."""
+
+def run_hook(event, env, *, cwd, session_id, prompt=None, turn_id="turn-0", source="startup", from_source=False):
+    """One real hook run for session `session_id`: the dist/ binary, or (`from_source`) the same
+    entry point from lib/ in its own process as the source launcher runs it; returns its answer
+    (a dict), after its detached work has finished."""
+    import sys
+
+    from helpers.hook_paths import code_for
     from helpers.settle import settle
     from intent_loop.launch.binaries import BINARY_FOR_EVENT
 
@@ -120,8 +178,10 @@ def run_hook(event, env, *, cwd, session_id, prompt=None, turn_id="turn-0", sour
         payload.update(turn_id=turn_id, stop_hook_active=False, last_assistant_message="Done.")
     else:
         payload["source"] = source
-    binary = os.path.join(REPO, "dist", BINARY_FOR_EVENT[event])
-    proc = subprocess.run([binary], input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=20)
+    argv = [os.path.join(REPO, "dist", BINARY_FOR_EVENT[event])]
+    if from_source:
+        argv = [sys.executable, "-I", "-S", "-c", code_for(event, lib=os.path.join(REPO, "lib"), root=REPO)]
+    proc = subprocess.run(argv, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=20)
     assert proc.returncode == 0, proc.stderr
     settle(env["INTENT_LOOP_DATA_DIR"], str(cwd))
     return json.loads(proc.stdout)
@@ -146,5 +206,14 @@ def ws(tmp_path):
 @pytest.fixture
 def server(env):
     with McpServer(env) as running:
+        running.initialize()
+        yield running
+
+
+@pytest.fixture(params=["in_process", pytest.param("binary", marks=requires_dist)])
+def server_both_ways(request, env):
+    """The server in this process (its hooks run from lib/), then dist/'s binary with the binaries'
+    hooks: the same test, both ways; `server.run_hook` runs the hooks of the same build."""
+    with (InProcessMcp(env) if request.param == "in_process" else McpServer(env)) as running:
         running.initialize()
         yield running
