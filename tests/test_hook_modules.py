@@ -17,7 +17,7 @@ UNLINKED_SESSION_START = (
     "intent_loop", "intent_loop.base", "intent_loop.base.canonical", "intent_loop.base.data_root",
     "intent_loop.base.fast_os", "intent_loop.base.platform", "intent_loop.base.timestamps",
     "intent_loop.errors", "intent_loop.hook", "intent_loop.hook.context", "intent_loop.hook.handlers",
-    "intent_loop.hook.prompt_answer", "intent_loop.hook.runtime", "intent_loop.hook.seen_record",
+    "intent_loop.hook.runtime", "intent_loop.hook.seen_record",  # hook.prompt_answer: only for a notice
     "intent_loop.intent", "intent_loop.intent.cache_source", "intent_loop.intent.claim_records",
     "intent_loop.intent.claim_verbs", "intent_loop.intent.claims", "intent_loop.intent.continuity",
     "intent_loop.intent.event_types", "intent_loop.intent.private_mode", "intent_loop.intent.session_view",
@@ -72,7 +72,7 @@ PATH_MODULES = {
     # the child, which Codex does not wait for). Splitting modules for size and by job (issues 23
     # and 26: claim_records, base/, storage/cache/, reading, event_types, seen_record, context,
     # cache_source, lazy_map) added to them; tests/bench/import_cost.py measures what that costs.
-    "SessionStart resume": 38,
+    "SessionStart resume": 37,  # issue 26: the receipts' module (hook.prompt_answer) only for a notice
     "prompt without commands": 37,
     # issue 27: a command prompt forks a child to finish its transaction's derived work after the
     # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split

@@ -27,14 +27,15 @@ def session_start(payload, runtime):
     ctx = HookContext(payload, runtime)
     if not ctx.state["tasks"]:
         return None
-    from intent_loop.hook.prompt_answer import PREFIX
-    from intent_loop.intent.continuity import moved_notice
     from intent_loop.intent.session_view import session_context
 
     place = ctx.place()
     _task_id, view = session_context(ctx.state, ctx.paths, ctx.session, place=place)
     notice = None
     if place.kind == "older" and not place.own_control:  # the receipt of its next prompt tells the user too
+        from intent_loop.hook.prompt_answer import PREFIX  # only then: the receipts' module costs a start
+        from intent_loop.intent.continuity import moved_notice
+
         notice = PREFIX + moved_notice(ctx.state, ctx.paths, place, known=place.linked)
     text = "\n".join(part for part in (notice, view) if part)
     if not text:
