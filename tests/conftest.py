@@ -5,8 +5,8 @@ import pwd
 
 import pytest
 
+from helpers.counting import CountingReducer
 from intent_loop.storage import paths as paths_mod
-from tests.helpers.counting import CountingReducer
 
 # Computed at import, before any fixture replaces HOME: the directories no test may ever touch.
 _REAL_HOMES = {os.path.expanduser("~"), pwd.getpwuid(os.getuid()).pw_dir}

@@ -104,8 +104,8 @@ def test_history_writes_the_request_count_marker(tmp_path):
 
 
 def test_import_cost_prints_each_hook_paths_modules_as_the_pinned_test_counts_them(tmp_path):
-    import test_hook_modules
+    from helpers.hook_paths import PATH_MODULES
 
     out = run_script("import_cost.py", "--runs", "1", tmp_path=tmp_path)
     rows = {line.split("|")[0].strip(): int(line.split("|")[1]) for line in out.splitlines()[1:] if "|" in line}
-    assert rows == test_hook_modules.PATH_MODULES  # one count, two readers: the bench and the pin
+    assert rows == PATH_MODULES  # one count, two readers: the bench and the pin

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.counting import CountingReducer
 from intent_loop.base import json_engine
 from intent_loop.errors import IntentLoopError
 from intent_loop.storage import ledger, sealing
 from intent_loop.storage.cache import bulk_verify
-from tests.helpers.counting import CountingReducer
 
 PROJECT = "p" * 64
 TASK = "12345678-1234-4234-8234-123456789abc"

@@ -1,6 +1,6 @@
 """Cache format 2: the text the model and Guard get comes from the verified ledger, never from
 the cache; shards the root does not vouch for are detected; format 1 is ignored and replaced; a
-mutation writes only what it changed. (Through the built binaries: tests/test_hooks.py.)"""
+mutation writes only what it changed. (Through the built binaries: tests/hook_binaries.py.)"""
 import hashlib
 import json
 import os
@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from helpers.cache_files import shard_file
 from intent_loop.guard import provider
 from intent_loop.hook import prompt_answer
 from intent_loop.intent import prompt_commands, tasks
@@ -18,7 +19,6 @@ from intent_loop.ops import apply_commands
 from intent_loop.storage import ledger, reading
 from intent_loop.storage.cache import cache_store, checkpoint
 from intent_loop.storage.paths import session_hash
-from tests.helpers.cache_files import shard_file
 
 SESSION = session_hash("cache-v2-session")
 FORGED = "FORGED words the user never typed"

@@ -6,17 +6,19 @@ import os
 import subprocess
 
 import pytest
-import test_hooks
-from test_hooks import DIST, events, fixture, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
 
+from helpers import hook_binaries
+from helpers.dist import requires_dist
+from helpers.hook_binaries import DIST, events, fixture, hook, project_of, prompt_payload
 from helpers.mcp_client import McpServer
 from intent_loop.guard import contract_file
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import reading
 from intent_loop.storage.paths import session_hash
 
-env = test_hooks.env  # the fixtures, by the names the tests ask for
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env  # the fixtures, by the names the tests ask for
+ws = hook_binaries.ws
 CLI = os.path.join(DIST, "intent-loop")
 SOURCES = ("startup", "resume", "clear", "compact")
 

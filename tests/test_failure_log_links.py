@@ -3,11 +3,13 @@ nothing written through it, neither the failure log nor the `hook-failures.unlog
 log falls back to (it was once created in the link's target, outside the data root)."""
 import os
 
-import test_hooks
-from test_hooks import hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
+from helpers import hook_binaries
+from helpers.dist import requires_dist
+from helpers.hook_binaries import hook, project_of, prompt_payload
 
-env = test_hooks.env
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env
+ws = hook_binaries.ws
 
 
 def _linked_logs(env, ws, tmp_path):

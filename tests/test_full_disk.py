@@ -8,9 +8,12 @@ import subprocess
 import uuid
 
 import pytest
-from test_hooks import DIST, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
 
+from helpers.dist import requires_dist
+from helpers.hook_binaries import DIST, hook, project_of, prompt_payload
 from helpers.mcp_client import McpServer
+
+pytestmark = requires_dist
 
 CLI = os.path.join(DIST, "intent-loop")
 FREE_LEVELS = (0, 700, 3000, 9000, 30000)  # bytes left free before the command

@@ -5,13 +5,15 @@ import json
 import os
 
 import pytest
-import test_hooks
-from test_hooks import events, fixture, hook, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
 
+from helpers import hook_binaries
+from helpers.dist import requires_dist
+from helpers.hook_binaries import events, fixture, hook, prompt_payload
 from intent_loop.guard import contract_file
 
-env = test_hooks.env
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env
+ws = hook_binaries.ws
 
 
 def guard_path(ws):

@@ -7,19 +7,19 @@ import os
 import shutil
 
 import pytest
-import test_hooks
-from test_hooks import hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
-from test_hostile_files import _cli
-from test_streaming_and_upkeep import _edit_task_shard
 
-from helpers.cache_files import shard_file
+from helpers import hook_binaries
+from helpers.cache_files import edit_shard, shard_file
+from helpers.dist import requires_dist
+from helpers.hook_binaries import cli, hook, project_of, prompt_payload
 from intent_loop.base.canonical import canonical_bytes, loads, sha256_hex
 from intent_loop.intent import views
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import reading
 
-env = test_hooks.env
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env
+ws = hook_binaries.ws
 IMPORTED = 60
 
 
@@ -37,7 +37,7 @@ def _graph(tmp_path, count, *, scope="task", start=0):
 
 def _big_task(env, ws, tmp_path):
     """An import of IMPORTED claims, then the user's goal typed into it: (project, task id)."""
-    proc, _t = _cli(env, ws, "import", _graph(tmp_path, IMPORTED), "--project", ws)
+    proc, _t = cli(env, ws, "import", _graph(tmp_path, IMPORTED), "--project", ws)
     assert proc.returncode == 0, proc.stderr
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal ship it", turn="t-goal"), env)
     project = project_of(env, ws)
@@ -84,7 +84,7 @@ def test_no_hook_path_reads_the_hidden_claims_shard(env, ws, tmp_path):
             assert fh.read() == garbage, "a hook path read (and repaired) the hidden claims' shard"
     os.utime(stamp, (0, 0))  # the scrub is due: the next detached child compares every shard and heals
     hook("UserPromptSubmit", prompt_payload(ws, "keep going", turn="t-scrub"), env)
-    proc, _t = _cli(env, ws, "verify", "--json")
+    proc, _t = cli(env, ws, "verify", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["ok"], proc.stdout
     assert not os.path.exists(path) or open(path, "rb").read() != garbage
 
@@ -93,11 +93,11 @@ def test_show_reads_a_damaged_hidden_shard_from_the_ledger_and_the_cache_heals(e
     project, task = _big_task(env, ws, tmp_path)
     with open(_hidden_file(project, task), "wb") as fh:
         fh.write(b"{}")
-    proc, _t = _cli(env, ws, "show")
+    proc, _t = cli(env, ws, "show")
     assert proc.returncode == 0, proc.stderr
     assert "- [" in proc.stdout and "must: keep rule 0 of the module (evidence, imported)" in proc.stdout
     assert f"{IMPORTED + 1} active claims" in proc.stdout
-    proc, _t = _cli(env, ws, "verify", "--json")
+    proc, _t = cli(env, ws, "verify", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["ok"], proc.stdout  # the read rewrote the cache
 
 
@@ -123,7 +123,7 @@ def test_a_hidden_claim_moved_among_the_shown_ones_is_never_shown_as_the_users_w
     def forge(data):
         data["claims"][claim_id] = row[:4]  # the shown rows' shape: [state, seq, ended_by, pointer]
 
-    _edit_task_shard(project, task, forge)
+    edit_shard(project, "t-" + task, forge)
     for context in _hook_paths(env, ws, 0):
         assert statement not in context and "goal: ship it" in context
         assert f"{IMPORTED} imported" in context  # the fold's count, not the forged partition's
@@ -145,11 +145,11 @@ def test_forged_facts_are_caught_when_the_claim_is_read_and_the_scrub_reports_th
         return claim_id
 
     forge()
-    proc, _t = _cli(env, ws, "verify", "--json")
+    proc, _t = cli(env, ws, "verify", "--json")
     result = json.loads(proc.stdout)
     assert proc.returncode == 1 and [f["code"] for f in result["findings"]] == ["CACHE_MISMATCH"]
     claim_id = forge()  # again, in the cache verify rebuilt: show must catch it on its own
-    proc, _t = _cli(env, ws, "show")
+    proc, _t = cli(env, ws, "show")
     line = next(line for line in proc.stdout.splitlines() if line.startswith(f"- [{claim_id[:8]}]"))
     assert line.endswith("(evidence, imported)"), line  # the ledger's facts, never the forged ones
 
@@ -160,18 +160,18 @@ def test_a_forged_summary_is_believed_like_lifecycle_until_the_scrub_rebuilds_it
     def forge(data):
         data["hidden"]["omitted"] = {"imported": 999}
 
-    _edit_task_shard(project, task, forge)
+    edit_shard(project, "t-" + task, forge)
     with open(os.path.join(project.cache_dir, "scrub.stamp"), "w"):  # the daily scrub would heal it: not due
         pass
     assert "999 imported" in _hook_paths(env, ws, 0)[0]  # a count, never words: the threat model's line
-    proc, _t = _cli(env, ws, "verify", "--json")
+    proc, _t = cli(env, ws, "verify", "--json")
     result = json.loads(proc.stdout)
     assert proc.returncode == 1 and [f["code"] for f in result["findings"]] == ["CACHE_MISMATCH"]
     assert f"{IMPORTED} imported" in _hook_paths(env, ws, 1)[0]
 
 
 def test_long_term_imported_claims_of_another_task_are_counted_from_the_root_and_never_shown(env, ws, tmp_path):
-    proc, _t = _cli(env, ws, "import", _graph(tmp_path, 5, scope="long_term", start=100), "--project", ws)
+    proc, _t = cli(env, ws, "import", _graph(tmp_path, 5, scope="long_term", start=100), "--project", ws)
     assert proc.returncode == 0, proc.stderr
     hook("UserPromptSubmit", prompt_payload(ws, "intent: new other work\nintent: goal ship it", turn="t-new"), env)
     context = _hook_paths(env, ws, 0)[0]
@@ -180,7 +180,7 @@ def test_long_term_imported_claims_of_another_task_are_counted_from_the_root_and
 
 def test_the_views_of_a_cache_backed_task_are_the_folds_views(env, ws, tmp_path):
     project, task = _big_task(env, ws, tmp_path)
-    proc, _t = _cli(env, ws, "import", _graph(tmp_path, 4, scope="long_term", start=500))
+    proc, _t = cli(env, ws, "import", _graph(tmp_path, 4, scope="long_term", start=500))
     assert proc.returncode == 0
     hook("UserPromptSubmit", prompt_payload(ws, "intent: resume " + task[:8], turn="t-resume"), env)
     hook("UserPromptSubmit", prompt_payload(ws, "intent: must not touch the db\nintent: forbid action:network",

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from helpers.hook_paths import code_for  # one run, shared with tests/bench/import_cost.py
+from helpers.hook_paths import PATH_MODULES, code_for  # one run, shared with tests/bench/import_cost.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRINT_MODULES = 'print("\\n@@" + repr(sorted(sys.modules)))'
@@ -63,25 +63,6 @@ def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_pa
     assert paths.session_hash("sess-after-clear") not in state["sessions"] and len(state["tasks"]) == 1
 
 
-# Issue 26, item 7: the number of our modules (intent_loop.* and hooks.*) each hook path loads,
-# the work after the answer included (run inline here; the hook process forks it off), pinned so it
-# changes only on purpose: update a figure with the reason in the commit (startup-performance.md).
-PATH_MODULES = {
-    # What each path loads up to its answer and the fork of its after-answer child, counting the
-    # entry point in hooks/ (issue 26 made these the measure: the work after the answer runs in
-    # the child, which Codex does not wait for). Splitting modules for size and by job (issues 23
-    # and 26: claim_records, base/, storage/cache/, reading, event_types, seen_record, context,
-    # cache_source, lazy_map) added to them; tests/bench/import_cost.py measures what that costs.
-    "SessionStart resume": 37,  # issue 26: the receipts' module (hook.prompt_answer) only for a notice
-    "prompt without commands": 37,
-    # issue 27: a command prompt forks a child to finish its transaction's derived work after the
-    # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split
-    # what each verb does (ops/verb_runner) from running them as one mutation (+1), and redact.py
-    # into its rules (secret_rules, +1) and its patterns (redact_passes, loaded only for text the
-    # pre-filter cannot clear: 0 here; import and redaction of an ordinary prompt 0.60 ms, from 0.73)
-    "prompt with two commands": 66,
-    "Stop": 33,  # the Stop's recording and Guard refresh run after its answer (hook/turn_end.py)
-}
 
 
 def _path_runs(tmp_path):

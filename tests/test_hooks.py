@@ -4,91 +4,35 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
+from helpers import hook_binaries
 from helpers.dist import requires_dist
+from helpers.hook_binaries import (
+    BINARIES,
+    DIST,
+    FAIL_OPEN,
+    FIXTURES,
+    events,
+    fixture,
+    hold_project_lock,
+    hook,
+    project_of,
+    prompt_payload,
+)
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
-from intent_loop.launch.binaries import BINARY_FOR_EVENT
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage import reading
 from intent_loop.storage.cache import cache_store, checkpoint
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIST = os.path.join(REPO, "dist")
-FIXTURES = os.path.join(REPO, "tests", "fixtures", "codex-0.169.0")  # the real payloads, copied in
-BINARIES = BINARY_FOR_EVENT  # event -> binary name in dist/
-FAIL_OPEN = b'{"continue":true}'
-
 pytestmark = requires_dist
+env = hook_binaries.env  # the fixtures, by the names the tests ask for
+ws = hook_binaries.ws
 
 
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "hook-home"
-    home.mkdir()
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "INTENT_LOOP_DATA_DIR": str(tmp_path / "hook-data")}
-
-
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "hook-ws"
-    path.mkdir()
-    return str(path)
-
-
-def fixture(name, cwd, **changes):
-    with open(os.path.join(FIXTURES, name), "rb") as fh:
-        payload = json.loads(fh.read())
-    payload["cwd"] = cwd
-    payload.update(changes)
-    return payload
-
-
-def hook(event, payload, env, *, timeout=10, raw=None):
-    data = raw if raw is not None else json.dumps(payload).encode()
-    started = time.monotonic()
-    proc = subprocess.run([os.path.join(DIST, BINARIES[event])], input=data, capture_output=True, env=env,
-                          timeout=timeout)
-    elapsed = time.monotonic() - started
-    if isinstance(payload, dict) and isinstance(payload.get("cwd"), str) and "INTENT_LOOP_DATA_DIR" in env:
-        settle(env["INTENT_LOOP_DATA_DIR"], payload["cwd"])  # what the answer left to a detached child
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
-    answer = json.loads(out)
-    assert isinstance(answer, dict) and answer.get("continue") is True
-    assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage", "decision", "reason"}
-    if "decision" in answer:  # a prompt answered locally (issue 15)
-        assert answer["decision"] == "block" and set(answer) == {"continue", "decision", "reason"}
-    if event == "Stop":
-        assert out == FAIL_OPEN
-    if "hookSpecificOutput" in answer:
-        assert answer["hookSpecificOutput"]["hookEventName"] == event
-        assert set(answer["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
-    return out, answer, elapsed
-
-
-def project_of(env, ws):
-    return paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
-
-
-def events(env, ws):
-    p = project_of(env, ws)
-    if not os.path.exists(p.ledger):
-        return []
-    with open(p.ledger, "rb") as fh:
-        return [json.loads(line) for line in fh.read().splitlines()]
-
-
-def prompt_payload(ws, prompt, *, turn="turn-A", session="sess-1", **extra):
-    return fixture("user_prompt_submit.turn1.json", ws, prompt=prompt, turn_id=turn, session_id=session, **extra)
-
-
-# -- real payloads --------------------------------------------------------------------------------
 def _fixture_names():
     out = []
     for sub in ("", "ephemeral", "app_server"):
@@ -256,39 +200,11 @@ def test_corrupt_ledger(event, env, ws):
         assert fh.read() == corrupt
 
 
-_HOLD = r"""
-import sys, time
-sys.path.insert(0, sys.argv[1])
-from intent_loop.storage import paths
-from intent_loop.storage.lock import ProjectLock
-p = paths.project_paths(sys.argv[2], sys.argv[3])
-paths.ensure_project_layout(p)
-with ProjectLock(p.dir, deadline=time.monotonic() + 10) as lock:
-    print("locked", flush=True)
-    end = time.monotonic() + float(sys.argv[4])
-    while time.monotonic() < end:
-        lock.heartbeat()
-        time.sleep(0.2)
-print("released", flush=True)
-"""
-
-
-def _hold_project_lock(env, ws, *, seconds):
-    """Another process holding the project lock for `seconds`; returns once it holds it."""
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, os.path.join(REPO, "lib"), env["INTENT_LOOP_DATA_DIR"],
-                               ws, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    if holder.stdout.readline().strip() != b"locked":
-        holder.kill()
-        _out, err = holder.communicate(timeout=20)
-        raise AssertionError(f"the lock holder did not start: {err[-500:]!r}")
-    return holder
-
-
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
 def test_held_lock_fails_open_within_deadline(event, env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal lock test"), env)
     n = len(events(env, ws))
-    holder = _hold_project_lock(env, ws, seconds=4)
+    holder = hold_project_lock(env, ws, seconds=4)
     try:
         if event == "Stop":
             _fail_open(event, fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="stop-lock"), env)
@@ -306,7 +222,7 @@ def test_observation_is_written_after_the_answer_without_holding_codexs_pipes(en
     to EOF), and lands once the lock is free."""
     hook("UserPromptSubmit", prompt_payload(ws, "intent: goal deferred write"), env)
     n = len(events(env, ws))
-    holder = _hold_project_lock(env, ws, seconds=1.0)
+    holder = hold_project_lock(env, ws, seconds=1.0)
     try:
         proc = subprocess.Popen([os.path.join(DIST, BINARIES["UserPromptSubmit"])], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -472,7 +388,7 @@ def test_hand_edited_cache_never_reaches_hook_context_or_the_guard_file(env, ws)
     p = project_of(env, ws)
     state = reading.verify_all(p, REDUCER).state
     task_id = state["sessions"][paths_mod.session_hash("sess-1")]
-    from tests.helpers.cache_files import shard_file
+    from helpers.cache_files import shard_file
 
     shard = shard_file(p, "t-" + task_id)
 

@@ -5,37 +5,19 @@ import os
 import subprocess
 import time
 
-import test_hooks
-from test_hooks import DIST, fixture, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
+from helpers import hook_binaries
+from helpers.dist import requires_dist
+from helpers.hook_binaries import BINARIES, DIST, cli, fixture, hook, project_of, prompt_payload, raw_hook
 
-BINARIES = test_hooks.BINARIES
-
-env = test_hooks.env
-ws = test_hooks.ws
-CLI = os.path.join(DIST, "intent-loop")
-
-
-def _cli(env, ws, *argv, timeout=30):
-    started = time.monotonic()
-    proc = subprocess.run([CLI, *argv], cwd=ws, env=env, capture_output=True, text=True, timeout=timeout)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc, time.monotonic() - started
-
-
+pytestmark = requires_dist
+env = hook_binaries.env  # the fixtures, by the names the tests ask for
+ws = hook_binaries.ws
 SESSION = prompt_payload("/", "x")["session_id"]
 
 
 def _linked(env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it", turn="t-1"), env)
     return project_of(env, ws)
-
-
-def _raw_hook(event, payload, env, *, timeout=15):
-    """The hook process itself must exit (not only answer): Codex waits for it."""
-    started = time.monotonic()
-    proc = subprocess.run([os.path.join(DIST, BINARIES[event])], input=json.dumps(payload).encode(),
-                          capture_output=True, env=env, timeout=timeout)
-    return proc, time.monotonic() - started
 
 
 def test_a_fifo_at_the_pending_work_lock_never_keeps_a_hook_alive(env, ws):
@@ -46,7 +28,7 @@ def test_a_fifo_at_the_pending_work_lock_never_keeps_a_hook_alive(env, ws):
     os.mkfifo(lock)
     for event, payload in (("Stop", fixture("stop.turn1.json", ws, session_id=SESSION)),
                            ("UserPromptSubmit", prompt_payload(ws, "carry on", turn="t-2"))):
-        proc, elapsed = _raw_hook(event, payload, env)
+        proc, elapsed = raw_hook(event, payload, env)
         assert proc.returncode == 0 and json.loads(proc.stdout)["continue"] is True
         assert elapsed < 5, f"{event} hook stayed alive {elapsed:.1f}s"
         if os.path.exists(lock):
@@ -61,7 +43,7 @@ def test_a_fifo_or_directory_as_the_lock_owner_record_is_reclaimed_not_a_hang(en
         os.mkfifo(owner) if kind == "fifo" else os.mkdir(owner)
         past = time.time() - 60
         os.utime(project.lock_dir, (past, past))
-        proc, elapsed = _cli(env, ws, "claim", "add", "must", f"keep {kind} tests")
+        proc, elapsed = cli(env, ws, "claim", "add", "must", f"keep {kind} tests")
         assert proc.returncode == 0, proc.stderr
         assert elapsed < 10
         assert not os.path.exists(project.lock_dir)
@@ -93,7 +75,7 @@ def test_a_failure_that_cannot_be_logged_is_still_seen_by_doctor(env, ws):
     with open(project.ledger, "ab") as fh:
         fh.write(b"garbage line\n")
     hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-4"), env)
-    proc, _t = _cli(env, ws, "doctor", "--json")
+    proc, _t = cli(env, ws, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["hook_failures"]["ok"] is False
     assert "could not be logged" in checks["hook_failures"]["detail"]
@@ -107,9 +89,9 @@ def test_a_log_linked_to_dev_zero_never_exhausts_status_or_doctor(env, ws):
         os.unlink(log)
     os.symlink("/dev/zero", log)
     for argv in (("status",), ("doctor",)):
-        proc, elapsed = _cli(env, ws, *argv, timeout=20)
+        proc, elapsed = cli(env, ws, *argv, timeout=20)
         assert elapsed < 10 and proc.returncode in (0, 1)
-    proc, _t = _cli(env, ws, "doctor", "--json")
+    proc, _t = cli(env, ws, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["hook_failures"]["ok"] is False and "UNSAFE_PATH" in checks["hook_failures"]["detail"]
 
@@ -120,7 +102,7 @@ def test_a_damaged_ledger_line_is_its_ledger_code_not_a_system_error(env, ws):
     project = _linked(env, ws)
     with open(project.ledger, "ab") as fh:
         fh.write(b'{"actor":"user","payload":{"x":"unterminated}\n{"a":"raw\x01control"}\n')
-    proc, _t = _cli(env, ws, "verify", "--json")
+    proc, _t = cli(env, ws, "verify", "--json")
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "LEDGER_MALFORMED"
     hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-5"), env)
     with open(os.path.join(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl"), "rb") as fh:
@@ -141,7 +123,7 @@ def test_a_file_at_the_runtime_directory_is_moved_aside_and_reported(env, ws):
                 fh.write(b"not a runtime")
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-6"), env)
     assert "recorded" in answer["systemMessage"]
-    proc, _t = _cli(env, ws, "doctor", "--json")
+    proc, _t = cli(env, ws, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["runtime"]["ok"] is False and "RUNTIME_BROKEN" in checks["runtime"]["detail"]
     assert ".broken-" in checks["runtime"]["detail"]
@@ -161,18 +143,18 @@ def test_kernel_filesystems_and_the_filesystem_root_are_not_projects(env, ws):
 def test_a_workspace_inside_the_data_root_is_not_a_project(env):
     inside = os.path.join(env["INTENT_LOOP_DATA_DIR"], "somewhere")
     os.makedirs(inside)
-    proc, _t = _cli(env, inside, "claim", "add", "goal", "x", "--json")  # found nowhere: nothing to write to
+    proc, _t = cli(env, inside, "claim", "add", "goal", "x", "--json")  # found nowhere: nothing to write to
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "NO_PROJECT"
-    proc, _t = _cli(env, inside, "claim", "add", "goal", "x", "--json", "--project", ".")  # named: refused as such
+    proc, _t = cli(env, inside, "claim", "add", "goal", "x", "--json", "--project", ".")  # named: refused as such
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "INVALID_PROJECT_ROOT"
 
 
 def test_ids_that_cannot_be_claim_ids_are_invalid_arguments_and_an_empty_task_is_refused(env, ws):
     _linked(env, ws)
     for bad in ("zzzz", "x" * 40, "12345678-xyz"):
-        proc, _t = _cli(env, ws, "claim", "drop", bad, "--json")
+        proc, _t = cli(env, ws, "claim", "drop", bad, "--json")
         assert proc.returncode in (1, 2) and json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT", bad
-    proc, _t = _cli(env, ws, "show", "--task", "", "--json")
+    proc, _t = cli(env, ws, "show", "--task", "", "--json")
     assert json.loads(proc.stdout)["error"]["code"] == "INVALID_ARGUMENT"
 
 
@@ -216,17 +198,17 @@ def test_a_missing_final_lf_loses_no_claim_and_no_guard_version(env, ws):
     change once quarantined the valid last line as a torn tail: a receipted claim vanished, and when
     that line was a contract_published the same (ref, version) was later republished with another hash."""
     project = _linked(env, ws)
-    proc, _t = _cli(env, ws, "claim", "add", "must", "keep", "the", "api", "--json")
+    proc, _t = cli(env, ws, "claim", "add", "must", "keep", "the", "api", "--json")
     assert proc.returncode == 0
     size = os.path.getsize(project.ledger)
     os.truncate(project.ledger, size - 1)  # the last line (the publication of that claim) loses its LF
     guard = json.loads(open(os.path.join(ws, ".execution-fidelity", "contract.json"), "rb").read())
-    proc, _t = _cli(env, ws, "claim", "add", "must", "keep", "tests", "green", "--json")
+    proc, _t = cli(env, ws, "claim", "add", "must", "keep", "tests", "green", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["publication"]["action"] == "published"
-    proc, _t = _cli(env, ws, "verify", "--json")
+    proc, _t = cli(env, ws, "verify", "--json")
     assert proc.returncode == 0
     assert os.listdir(project.quarantine_dir) == []
-    proc, _t = _cli(env, ws, "show", "--json")
+    proc, _t = cli(env, ws, "show", "--json")
     view = json.loads(proc.stdout)["view"]
     assert "must: keep the api" in view and "must: keep tests green" in view
     published = [json.loads(line)["payload"] for line in open(project.ledger, "rb").read().splitlines()
@@ -240,5 +222,5 @@ def test_a_missing_final_lf_loses_no_claim_and_no_guard_version(env, ws):
 
 def test_timeline_with_an_unknown_actor_is_a_usage_error(env, ws):
     _linked(env, ws)
-    proc, _t = _cli(env, ws, "timeline", "--actor", "bogus")
+    proc, _t = cli(env, ws, "timeline", "--actor", "bogus")
     assert proc.returncode == 2 and "bogus" in proc.stderr

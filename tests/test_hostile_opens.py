@@ -5,11 +5,13 @@ import os
 import subprocess
 import time
 
-import test_hooks
-from test_hooks import DIST, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
+from helpers import hook_binaries
+from helpers.dist import requires_dist
+from helpers.hook_binaries import DIST, hook, project_of, prompt_payload
 
-env = test_hooks.env
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env
+ws = hook_binaries.ws
 CLI = os.path.join(DIST, "intent-loop")
 
 
@@ -42,7 +44,7 @@ def test_a_huge_sparse_cache_file_is_not_read_whole(env, ws):
         assert done.returncode == 0 and b"ship the parser" in done.stdout, done.stderr
         peak_kib = int(done.stderr.decode().strip().splitlines()[-1])
         assert peak_kib < 200 * 1024, peak_kib
-    _out, answer, elapsed = hook("SessionStart", test_hooks.fixture("session_start.startup.json", ws,
+    _out, answer, elapsed = hook("SessionStart", hook_binaries.fixture("session_start.startup.json", ws,
                                                                       session_id="sess-1", source="clear"), env)
     assert "ship the parser" in json.dumps(answer) and time.monotonic() - started < 30
 

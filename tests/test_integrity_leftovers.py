@@ -3,16 +3,16 @@ ledger folds to, recover's and status's messages, and the read caps on Codex's o
 import json
 import os
 
-import test_hooks
-from test_hooks import DIST, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
-from test_hostile_files import _cli
-from test_streaming_and_upkeep import _edit_task_shard
-
+from helpers import hook_binaries
+from helpers.cache_files import edit_shard
+from helpers.dist import requires_dist
+from helpers.hook_binaries import cli, hook, project_of, prompt_payload
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import reading
 
-env = test_hooks.env
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env
+ws = hook_binaries.ws
 
 
 def _goal(env, ws):
@@ -32,13 +32,13 @@ def test_verify_names_a_cache_that_differs_from_the_ledger_and_rebuilds_it(env, 
     def forge(data):
         data["claims"][claim][0] = "invalidated"  # what the hooks would then stop showing
 
-    _edit_task_shard(project, task, forge)
-    proc, _t = _cli(env, ws, "verify", "--json")
+    edit_shard(project, "t-" + task, forge)
+    proc, _t = cli(env, ws, "verify", "--json")
     result = json.loads(proc.stdout)
     assert proc.returncode == 1 and not result["ok"]
     assert [f["code"] for f in result["findings"]] == ["CACHE_MISMATCH"]
     assert result["events"] > 0  # the ledger itself verified
-    proc, _t = _cli(env, ws, "verify")  # rebuilt: the next verify finds them equal
+    proc, _t = cli(env, ws, "verify")  # rebuilt: the next verify finds them equal
     assert proc.returncode == 0 and "ledger OK" in proc.stdout and "CACHE" not in proc.stdout
     assert reading.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] == "active"
 
@@ -46,11 +46,11 @@ def test_verify_names_a_cache_that_differs_from_the_ledger_and_rebuilds_it(env, 
 def test_verify_text_names_the_cache_difference(env, ws):
     project, task, state = _goal(env, ws)
     claim = next(iter(state["tasks"][task]["claims"]))
-    _edit_task_shard(project, task, lambda data: data["claims"][claim].__setitem__(0, "superseded"))
-    proc, _t = _cli(env, ws, "verify")
+    edit_shard(project, "t-" + task, lambda data: data["claims"][claim].__setitem__(0, "superseded"))
+    proc, _t = cli(env, ws, "verify")
     assert proc.returncode == 1
     assert "ledger OK" in proc.stdout and "cache DIFFERED: CACHE_MISMATCH" in proc.stdout, proc.stdout
-    proc, _t = _cli(env, ws, "verify", "--all-projects", "--json")
+    proc, _t = cli(env, ws, "verify", "--all-projects", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["ok"]
 
 
@@ -58,11 +58,11 @@ def test_verify_text_names_the_cache_difference(env, ws):
 def test_recover_export_to_a_missing_directory_names_the_whole_path(env, ws):
     _goal(env, ws)
     target = "/nonexistent/intent-loop-export/x.jsonl"
-    proc, _t = _cli(env, ws, "recover", "--export", target)
+    proc, _t = cli(env, ws, "recover", "--export", target)
     assert proc.returncode == 1
     assert f"could not write {target}" in proc.stderr, proc.stderr
     relative = os.path.join("no-such-dir", "prefix.jsonl")  # a relative name is made absolute
-    proc, _t = _cli(env, ws, "recover", "--export", relative, "--json")
+    proc, _t = cli(env, ws, "recover", "--export", relative, "--json")
     assert proc.returncode == 1
     assert os.path.join(ws, relative) in json.loads(proc.stdout)["error"]["message"]
 
@@ -72,21 +72,21 @@ def test_status_and_doctor_do_not_advise_recover_where_recover_refuses_an_unsafe
     real = tmp_path / "elsewhere.jsonl"
     os.rename(project.ledger, real)
     os.symlink(real, project.ledger)  # every command refuses a linked ledger (UNSAFE_PATH)
-    proc, _t = _cli(env, ws, "recover", "--json")
+    proc, _t = cli(env, ws, "recover", "--json")
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "UNSAFE_PATH"
-    proc, _t = _cli(env, ws, "status")
+    proc, _t = cli(env, ws, "status")
     chain = next(line for line in proc.stdout.splitlines() if line.startswith("chain:"))
     assert "UNSAFE_PATH" in chain and "run `intent-loop recover`" not in chain, chain
     assert project.ledger in chain and "regular file" in chain, chain
-    proc, _t = _cli(env, ws, "status", "--json")
+    proc, _t = cli(env, ws, "status", "--json")
     assert "run `intent-loop recover`" not in json.loads(proc.stdout)["chain"]["next_action"]
-    proc, _t = _cli(env, ws, "doctor", "--json")
+    proc, _t = cli(env, ws, "doctor", "--json")
     chains = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["chains"]
     assert not chains["ok"] and "UNSAFE_PATH" in chains["detail"]
     assert "run `intent-loop recover`" not in chains["next_action"] and "regular file" in chains["next_action"]
     os.unlink(project.ledger)  # the advice works: the file moved back into place verifies
     os.rename(real, project.ledger)
-    proc, _t = _cli(env, ws, "verify")
+    proc, _t = cli(env, ws, "verify")
     assert proc.returncode == 0
 
 
@@ -96,7 +96,7 @@ def test_status_and_doctor_still_advise_recover_for_a_damaged_line(env, ws):
         data = fh.read()
         fh.seek(0)
         fh.write(data.replace(b"ship it", b"SHIP it", 1))
-    proc, _t = _cli(env, ws, "status", "--json")  # the damage lies under the checkpoint: found on loading
+    proc, _t = cli(env, ws, "status", "--json")  # the damage lies under the checkpoint: found on loading
     assert proc.returncode == 0, proc.stdout + proc.stderr
     chain = json.loads(proc.stdout)["chain"]
     assert chain["error"]["code"] == "LEDGER_HASH_MISMATCH"
@@ -112,7 +112,7 @@ def _seen_path(project, env, ws):
 
 
 def test_a_seen_record_linked_to_dev_zero_or_a_fifo_never_blocks_a_plain_prompt(env, ws):
-    from test_hostile_files import _raw_hook
+    from helpers.hook_binaries import raw_hook
 
     project, _task, _state = _goal(env, ws)
     seen = _seen_path(project, env, ws)
@@ -126,7 +126,7 @@ def test_a_seen_record_linked_to_dev_zero_or_a_fifo_never_blocks_a_plain_prompt(
         else:
             with open(seen, "wb") as fh:
                 fh.write(b'{"view_sha256": "' + b"0" * (1 << 20) + b'"}')
-        proc, elapsed = _raw_hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn=f"t-{kind}"), env)
+        proc, elapsed = raw_hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn=f"t-{kind}"), env)
         assert proc.returncode == 0 and json.loads(proc.stdout)["continue"] is True, proc.stderr
         assert b"Traceback" not in proc.stderr
         assert elapsed < 5, f"{kind}: the prompt hook took {elapsed:.1f}s"
@@ -143,7 +143,7 @@ def test_a_symlinked_cache_directory_never_gets_a_seen_record_written_outside(en
     before = sorted(os.listdir(outside))
     for turn in ("t-2", "t-3"):
         hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn=turn), env)
-    hook("SessionStart", test_hooks.fixture("session_start.startup.json", ws,
+    hook("SessionStart", hook_binaries.fixture("session_start.startup.json", ws,
                                             session_id=prompt_payload(ws, "x")["session_id"]), env)
     assert not [n for n in os.listdir(outside) if "seen-" in n and n not in before]
     assert os.path.islink(project.cache_dir)
@@ -161,10 +161,10 @@ def test_install_reads_codex_files_through_links_and_refuses_fifos_and_dev_zero(
         for kind in ("fifo", "dev_zero"):
             path = codex / name
             os.mkfifo(path) if kind == "fifo" else os.symlink("/dev/zero", path)
-            proc, elapsed = _cli(install_env, ws, "install", "--json", timeout=30)
+            proc, elapsed = cli(install_env, ws, "install", "--json", timeout=30)
             assert elapsed < 10, f"{name} as {kind}: install took {elapsed:.1f}s"
             assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == code, (name, kind, proc.stdout)
-            proc, _t = _cli(install_env, ws, "doctor", "--json", timeout=60)
+            proc, _t = cli(install_env, ws, "doctor", "--json", timeout=60)
             assert "Traceback" not in proc.stderr
             os.unlink(path)
 
@@ -177,7 +177,7 @@ def test_install_apply_writes_linked_codex_files_through_to_their_targets(env, w
     (dotfiles / "config.toml").write_text('model = "o3"\n')
     for name in ("hooks.json", "config.toml"):
         os.symlink(dotfiles / name, codex / name)
-    proc, _t = _cli(install_env, ws, "install", "--apply", "--json")
+    proc, _t = cli(install_env, ws, "install", "--apply", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("hooks.json", "config.toml"):
         assert os.path.islink(codex / name) and os.readlink(codex / name) == str(dotfiles / name)
@@ -185,6 +185,6 @@ def test_install_apply_writes_linked_codex_files_through_to_their_targets(env, w
     assert 'model = "o3"' in (dotfiles / "config.toml").read_text()
     assert "[mcp_servers.intent_loop]" in (dotfiles / "config.toml").read_text()
     assert sorted(os.listdir(codex)) == ["config.toml", "hooks.json"]  # no file beside the links, no backup
-    proc, _t = _cli(install_env, ws, "doctor", "--json", timeout=60)
+    proc, _t = cli(install_env, ws, "doctor", "--json", timeout=60)
     hooks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["hooks_installed"]
     assert hooks["ok"], hooks

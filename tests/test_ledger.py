@@ -10,12 +10,12 @@ import uuid
 
 import pytest
 
+from helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
+from helpers.files import all_paths, files_containing, ledger_lines, read_bytes
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import ledger, reading, sealing, transaction
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.cache import checkpoint
-from tests.helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
-from tests.helpers.files import all_paths, files_containing, ledger_lines, read_bytes
 
 ENVELOPE = {"schema_version", "event_id", "event_type", "project_id", "task_id", "occurred_at",
             "actor", "request_id", "payload", "prev_hash", "event_hash"}

@@ -7,14 +7,14 @@ import time
 
 import pytest
 
+from helpers.counting import CountingReducer, append_value
+from helpers.files import read_bytes
+from helpers.procs import Worker, worker_args
 from intent_loop.base import fast_os as lib_os
 from intent_loop.base import platform
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import append as append_mod
 from intent_loop.storage import reading
-from tests.helpers.counting import CountingReducer, append_value
-from tests.helpers.files import read_bytes
-from tests.helpers.procs import Worker, worker_args
 
 
 def _seed(project, count=3):

@@ -6,13 +6,13 @@ import time
 
 import pytest
 
+from helpers.counting import CountingReducer, append_value
+from helpers.files import read_bytes, tree_bytes
 from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage import reading
 from intent_loop.storage.cache import checkpoint
-from tests.helpers.counting import CountingReducer, append_value
-from tests.helpers.files import read_bytes, tree_bytes
 
 
 def _refused(project, *, codes=(ErrorCode.UNSAFE_PATH,)):

@@ -2,10 +2,10 @@
 import contextlib
 import os
 
+from helpers.counting import CountingReducer
+from helpers.files import residue
+from helpers.procs import Worker, worker_args
 from intent_loop.storage import reading
-from tests.helpers.counting import CountingReducer
-from tests.helpers.files import residue
-from tests.helpers.procs import Worker, worker_args
 
 WRITERS = 32
 APPENDS_EACH = 10

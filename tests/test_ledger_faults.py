@@ -8,15 +8,15 @@ import time
 
 import pytest
 
+from helpers.counting import CountingReducer, append_value
+from helpers.files import all_paths, files_containing, open_fd_count, read_bytes, residue
+from helpers.procs import Worker, worker_args
 from intent_loop.base import fast_os as lib_os
 from intent_loop.base import platform
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import lock as lock_mod
 from intent_loop.storage import reading
 from intent_loop.storage.cache import checkpoint
-from tests.helpers.counting import CountingReducer, append_value
-from tests.helpers.files import all_paths, files_containing, open_fd_count, read_bytes, residue
-from tests.helpers.procs import Worker, worker_args
 
 START_TIMEOUT = 20
 NEXT_WRITER_DEADLINE = 2.0  # what a hook gets

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
+from helpers.files import open_fd_count, residue
+from helpers.procs import Worker, worker_args
 from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import lock as lock_mod
 from intent_loop.storage import paths as paths_mod
-from tests.helpers.files import open_fd_count, residue
-from tests.helpers.procs import Worker, worker_args
 
 START_TIMEOUT = 20  # generous: a worker normally starts in well under a second
 RECOVERY_BOUND = 1.5  # "well under 0.5 s" required; 3x margin for a loaded 2-core machine

@@ -5,11 +5,14 @@ import os
 import subprocess
 
 import pytest
-import test_hooks
-from test_hooks import DIST, _hold_project_lock, hook, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
 
-env = test_hooks.env  # the fixtures, by the names the tests ask for
-ws = test_hooks.ws
+from helpers import hook_binaries
+from helpers.dist import requires_dist
+from helpers.hook_binaries import DIST, hold_project_lock, hook, prompt_payload
+
+pytestmark = requires_dist
+env = hook_binaries.env  # the fixtures, by the names the tests ask for
+ws = hook_binaries.ws
 CLI = os.path.join(DIST, "intent-loop")
 
 
@@ -113,7 +116,7 @@ def test_local_off_still_tells_the_model_once(env, ws):
 
 def test_management_prompt_that_fails_mid_way_lets_the_prompt_through(env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it"), env)
-    holder = _hold_project_lock(env, ws, seconds=4)
+    holder = hold_project_lock(env, ws, seconds=4)
     try:
         _out, answer, elapsed = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-lock"), env)
     finally:

@@ -8,14 +8,14 @@ above it, and `doctor` names a file of ours at a version the ledger never record
 import json
 import os
 
-import test_hooks
-from test_hooks import DIST, hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
-from test_hostile_files import _cli
-
+from helpers import hook_binaries
+from helpers.dist import requires_dist
+from helpers.hook_binaries import cli, hook, project_of, prompt_payload
 from intent_loop.guard import document
 
-env = test_hooks.env
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env
+ws = hook_binaries.ws
 
 
 def _guard(ws):
@@ -48,7 +48,7 @@ def _damage_line_of(project, event_type, nth=1):
 def _two_versions(env, ws):
     """goal (Guard v1 at the prompt), then a must (v2): the v2 publication follows the damage."""
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it", turn="t-1"), env)
-    proc, _t = _cli(env, ws, "claim", "add", "must", "keep", "the", "api", "--json")
+    proc, _t = cli(env, ws, "claim", "add", "must", "keep", "the", "api", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["publication"]["version"] == 2
     project = project_of(env, ws)
     before = _guard(ws)
@@ -59,7 +59,7 @@ def _two_versions(env, ws):
 
 def test_recover_apply_carries_guards_version_and_republishes_above_it(env, ws):
     project, before, first_bad = _two_versions(env, ws)
-    proc, _t = _cli(env, ws, "recover", "--apply", "--json")
+    proc, _t = cli(env, ws, "recover", "--apply", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["applied"] and result["first_bad_line"] == first_bad
@@ -77,9 +77,9 @@ def test_recover_apply_carries_guards_version_and_republishes_above_it(env, ws):
     # the Guard file matches the recovered state at a version Guard never saw
     after = _guard(ws)
     assert after["contract_ref"] == ref and after["contract_version"] == 3
-    proc, _t = _cli(env, ws, "verify", "--json")
+    proc, _t = cli(env, ws, "verify", "--json")
     assert proc.returncode == 0
-    proc, _t = _cli(env, ws, "doctor", "--json")
+    proc, _t = cli(env, ws, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["guard_file"]["ok"] and checks["guard_file"]["detail"] == "ours version 3", checks["guard_file"]
     # new publications continue above it, also after the file and the cache are deleted
@@ -88,7 +88,7 @@ def test_recover_apply_carries_guards_version_and_republishes_above_it(env, ws):
         path = os.path.join(project.cache_dir, name)
         if os.path.isfile(path):
             os.unlink(path)
-    proc, _t = _cli(env, ws, "claim", "add", "must", "keep", "tests", "green", "--json")
+    proc, _t = cli(env, ws, "claim", "add", "must", "keep", "tests", "green", "--json")
     assert json.loads(proc.stdout)["publication"]["version"] == 4
     versions = [(r, v) for r, v, _h in _published(project)]
     assert versions == [(ref, 1), (ref, 3), (ref, 4)]
@@ -98,7 +98,7 @@ def test_recover_apply_carries_guards_version_and_republishes_above_it(env, ws):
 
 def test_recover_text_says_what_it_did_with_guard(env, ws):
     _two_versions(env, ws)
-    proc, _t = _cli(env, ws, "recover", "--apply")
+    proc, _t = cli(env, ws, "recover", "--apply")
     assert proc.returncode == 0, proc.stderr
     assert "Guard versions carried across the cut (contract_version_floor):" in proc.stdout
     assert "guard file published version 3 at " in proc.stdout
@@ -107,7 +107,7 @@ def test_recover_text_says_what_it_did_with_guard(env, ws):
 def test_an_earlier_recoverys_floor_survives_a_second_recovery_that_loses_it(env, ws):
     """The floor event can itself end up in a damaged suffix; the first recovery's manifest keeps it."""
     project, before, _first_bad = _two_versions(env, ws)
-    assert _cli(env, ws, "recover", "--apply")[0].returncode == 0  # v3 published above the floor 2
+    assert cli(env, ws, "recover", "--apply")[0].returncode == 0  # v3 published above the floor 2
     os.unlink(os.path.join(ws, ".execution-fidelity", "contract.json"))  # and Guard's copy is gone
     lines = _lines(project)
     floor_index = next(i for i, line in enumerate(lines)
@@ -115,7 +115,7 @@ def test_an_earlier_recoverys_floor_survives_a_second_recovery_that_loses_it(env
     lines[floor_index] = lines[floor_index].replace(b'"floors":{', b'"floors": {', 1)  # not canonical now
     with open(project.ledger, "wb") as fh:
         fh.write(b"".join(line + b"\n" for line in lines))
-    proc, _t = _cli(env, ws, "recover", "--apply", "--json")
+    proc, _t = cli(env, ws, "recover", "--apply", "--json")
     result = json.loads(proc.stdout)
     assert result["applied"] and result["version_floors"] == {before["contract_ref"]: 3}  # suffix + manifest
     assert result["guard"]["version"] == 4
@@ -128,7 +128,7 @@ def test_recovery_withdraws_a_guard_file_whose_task_was_only_in_the_damaged_suff
     lines[0] = lines[0].replace(b"ship it", b"SHIP it", 1)  # the task_started line itself
     with open(project.ledger, "wb") as fh:
         fh.write(b"".join(line + b"\n" for line in lines))
-    proc, _t = _cli(env, ws, "recover", "--apply", "--json")
+    proc, _t = cli(env, ws, "recover", "--apply", "--json")
     result = json.loads(proc.stdout)
     assert result["verified_lines"] == 0 and result["guard"]["action"] == "removed", result
     assert not os.path.exists(os.path.join(ws, ".execution-fidelity", "contract.json"))
@@ -145,15 +145,15 @@ def test_doctor_fails_on_a_guard_file_of_ours_at_a_version_we_never_recorded(env
                                        updated_at="2026-01-01T00:00:00.000Z")
     with open(path, "wb") as fh:
         fh.write(document.render_document(restored))
-    proc, _t = _cli(env, ws, "doctor", "--json")
+    proc, _t = cli(env, ws, "doctor", "--json")
     assert proc.returncode == 1
     check = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["guard_file"]
     assert not check["ok"] and check["detail"].startswith("GUARD_VERSION_UNRECORDED: "), check
     assert "contract publish" in check["next_action"]
-    proc, _t = _cli(env, ws, "contract", "publish", "--json")
+    proc, _t = cli(env, ws, "contract", "publish", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["version"] == 8
     assert _guard(ws)["contract_version"] == 8
-    proc, _t = _cli(env, ws, "doctor", "--json")
+    proc, _t = cli(env, ws, "doctor", "--json")
     check = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["guard_file"]
     assert check["ok"] and check["detail"] == "ours version 8"
 
@@ -161,10 +161,10 @@ def test_doctor_fails_on_a_guard_file_of_ours_at_a_version_we_never_recorded(env
 def test_deleting_the_task_also_removes_its_ref_from_the_recovery_floor(env, ws):
     """A floor names the task's ref: deletion, which leaves no trace of a task, drops it too."""
     project, before, _first_bad = _two_versions(env, ws)
-    assert _cli(env, ws, "recover", "--apply")[0].returncode == 0
+    assert cli(env, ws, "recover", "--apply")[0].returncode == 0
     task = before["contract_ref"][len("intent:"):]
     assert task.encode() in open(project.ledger, "rb").read()
-    proc, _t = _cli(env, ws, "delete", "task", task, "--confirm", f"DELETE TASK {task}", "--json")
+    proc, _t = cli(env, ws, "delete", "task", task, "--confirm", f"DELETE TASK {task}", "--json")
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["scan"]["clean"], report
     assert not os.path.exists(project.ledger) or task.encode() not in open(project.ledger, "rb").read()
@@ -183,10 +183,10 @@ def test_the_next_stop_replaces_an_unrecorded_file_of_ours_above_its_version(env
                                     source_message_refs=[], updated_at="2026-01-01T00:00:00.000Z")
     with open(path, "wb") as fh:
         fh.write(document.render_document(newer))
-    proc, _t = _cli(env, ws, "contract", "show", "--json")
+    proc, _t = cli(env, ws, "contract", "show", "--json")
     shown = json.loads(proc.stdout)
     assert shown["file_state"] == "unrecorded" and shown["next_version"] == 6, shown
-    hook("Stop", test_hooks.fixture("stop.turn1.json", ws, session_id=prompt_payload(ws, "x")["session_id"]), env)
+    hook("Stop", hook_binaries.fixture("stop.turn1.json", ws, session_id=prompt_payload(ws, "x")["session_id"]), env)
     after = _guard(ws)
     assert after["contract_version"] == 6 and after["snapshot_sha256"] == doc["envelope"]["snapshot_sha256"]
     assert [v for _r, v, _h in _published(project_of(env, ws))] == [1, 6]

@@ -1,12 +1,12 @@
 """Replay the fixture corpus through dist/intent-loop replay and compare with the golden answers."""
 import json
 import os
-import re
 import subprocess
 
 import pytest
 
 from helpers.dist import requires_dist
+from helpers.replay_golden import normalize
 from intent_loop.guard.acceptance import validate_provider_document
 from intent_loop.launch.binaries import BINARIES, HOOKS
 
@@ -18,22 +18,6 @@ SEQUENCES = sorted(n[:-6] for n in os.listdir(REPLAY_DIR) if n.endswith(".jsonl"
 ALL_BINARIES = tuple(binary.name for binary in BINARIES)
 
 pytestmark = requires_dist
-
-_SHORT_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-f])")
-_HASH = re.compile(r"[0-9a-f]{64}")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def normalize(value):
-    """Replace ids, hashes and uuids (which differ on every run) by stable placeholders."""
-    if isinstance(value, str):
-        return _SHORT_ID.sub("<id>", _UUID.sub("<uuid>", _HASH.sub("<sha256>", value)))
-    if isinstance(value, list):
-        return [normalize(v) for v in value]
-    if isinstance(value, dict):
-        return {k: normalize(v) for k, v in value.items()}
-    return value
-
 
 def replay(name, env=None):
     proc = subprocess.run([CLI, "replay", "--json", os.path.join(REPLAY_DIR, name + ".jsonl")],

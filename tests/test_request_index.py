@@ -4,11 +4,11 @@ import time
 
 import pytest
 
+from helpers.counting import CountingReducer, append_value
+from helpers.files import read_bytes
 from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import maintenance, reading, request_index, transaction
-from tests.helpers.counting import CountingReducer, append_value
-from tests.helpers.files import read_bytes
 
 
 def _index(project):

@@ -2,16 +2,17 @@
 recomputed) must never make the hook misreport what it recorded or leave Guard behind."""
 import json
 
-import test_hooks
-from test_cache_v2 import edit_shard
-from test_hooks import hook, project_of, prompt_payload, pytestmark  # noqa: F401 (dist/ skip)
-
+from helpers import hook_binaries
+from helpers.cache_files import edit_shard
+from helpers.dist import requires_dist
+from helpers.hook_binaries import hook, project_of, prompt_payload
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import reading
 
-env = test_hooks.env
-ws = test_hooks.ws
+pytestmark = requires_dist
+env = hook_binaries.env
+ws = hook_binaries.ws
 
 
 def test_a_durable_index_naming_a_claim_its_shard_lacks_neither_misreports_nor_skips_guard(env, ws):

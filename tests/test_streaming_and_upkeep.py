@@ -8,6 +8,7 @@ import time
 import pytest
 
 from helpers.big_ledger import append_observations
+from helpers.cache_files import edit_shard
 from helpers.cli_runner import make_cli
 from helpers.dist import requires_dist
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -221,19 +222,6 @@ def test_the_scrub_is_due_once_a_day(cli):
     assert cache_upkeep.scrub_due(project, now=time.time() + cache_upkeep.SCRUB_INTERVAL + 1)
 
 
-def _edit_task_shard(project, task, change):
-    """Hand-edit a task's cache shard and recompute its digest (what a tamperer would do). The
-    cache holds no text (format 3), so what an edit can change is lifecycle, such as a claim's state."""
-    from intent_loop.base.canonical import canonical_bytes, loads, sha256_hex
-    from tests.helpers.cache_files import shard_file
-
-    path = shard_file(project, "t-" + task)
-    with open(path, "rb") as fh:
-        doc = loads(fh.read()[65:])
-    change(doc["data"])
-    body = canonical_bytes(doc)
-    with open(path, "wb") as fh:
-        fh.write(sha256_hex(body).encode() + b"\n" + body)
 
 
 def test_a_scrub_that_finds_the_cache_different_rebuilds_it_and_reports_cache_mismatch(cli):
@@ -243,7 +231,7 @@ def test_a_scrub_that_finds_the_cache_different_rebuilds_it_and_reports_cache_mi
     def forge(data):
         data["claims"][claim][0] = "invalidated"  # [state, seq, ended_by, pointer]
 
-    _edit_task_shard(project, task, forge)
+    edit_shard(project, "t-" + task, forge)
     assert reading.load_verified(project, REDUCER).state["tasks"][task]["claims"][claim]["state"] \
         == "invalidated"  # lifecycle in the cache is believed until the scrub runs
     reports = []
@@ -293,7 +281,7 @@ def test_the_after_answer_child_runs_the_scrub_and_doctor_shows_its_code(cli):
     def forge(data):
         data["mode"] = "off"  # lifecycle: the only kind of edit format 2 believes until the scrub
 
-    _edit_task_shard(project, task, forge)
+    edit_shard(project, "t-" + task, forge)
     deferred.upkeep(project, report=lambda exc: log_failure(cli.env, "Stop", "scrub", exc))
     log = os.path.join(cli.env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl")
     records = [json.loads(line) for line in open(log)]
@@ -455,7 +443,7 @@ def test_doctor_re_derives_the_state_and_names_a_cache_that_differs(cli):
     def forge(data):
         data["claims"][claim][0] = "invalidated"
 
-    _edit_task_shard(project, task, forge)
+    edit_shard(project, "t-" + task, forge)
     report = cli.json("doctor", expect=1)
     cache = next(c for c in report["checks"] if c["name"] == "cache")
     assert not cache["ok"] and "CACHE_MISMATCH" in cache["detail"]

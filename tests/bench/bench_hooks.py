@@ -35,8 +35,9 @@ import measure  # noqa: E402
 import source_run  # noqa: E402
 
 from intent_loop.base import timestamps
-from intent_loop.hook import pending_work, reading, transaction  # noqa: E402
+from intent_loop.hook import pending_work  # noqa: E402
 from intent_loop.intent import state, tasks  # noqa: E402
+from intent_loop.storage import reading, transaction  # noqa: E402
 from intent_loop.storage.paths import project_paths, session_hash  # noqa: E402
 
 DIST = ROOT / "dist"

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[0:0] = [str(ROOT / "tests"), str(ROOT / "lib")]
 
-from test_replay import normalize  # noqa: E402
+from helpers.replay_golden import normalize  # noqa: E402
 
 
 def main():
