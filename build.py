@@ -162,7 +162,7 @@ def embedded_source(relative, _seen=None):
     """A module of lib/intent_loop as one self-contained piece of code for `python -c`: docstrings
     dropped, each `from intent_loop.<module> import ...` replaced by that module's embedded source
     (once), and the fast os slice replaced by the real `os`, which the launcher has already and
-    which behaves identically for the calls made (tests/test_fast_os.py)."""
+    which behaves identically for the calls made (tests/base/test_fast_os.py)."""
     import ast
 
     seen = set() if _seen is None else _seen

@@ -87,7 +87,7 @@ def test_every_build_command_is_documented():
 
 
 def test_every_event_type_is_documented():
-    from intent_loop.intent.event_types import TABLE  # every type the reducer folds (tests/test_event_types.py)
+    from intent_loop.intent.event_types import TABLE  # every type the reducer folds (tests/intent/test_event_types.py)
 
     assert TABLE
     assert [event for event in TABLE if f"`{event}`" not in CORPUS] == []

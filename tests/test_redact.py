@@ -605,7 +605,7 @@ def test_false_positive_rate_on_stdlib_sources():
 
 ORDINARY_PROMPT = (
     "Please refactor the ledger module so that append() takes a keyword-only deadline, then update the tests "
-    "in tests/test_ledger.py and make sure the README explains the new error code; keep the public API stable "
+    "in tests/storage/test_ledger.py and make sure the README explains the new error code; keep the public API stable "
     "and do not touch the hooks. Run the suite and tell me what changed."
 )
 
@@ -836,7 +836,7 @@ def test_false_positive_rate_on_prose():
 def test_import_does_not_load_re():
     """Ordinary text is cleared by the pre-filter: neither `re` nor the patterns' module load."""
     code = ("import sys; sys.path.insert(0, 'lib'); import intent_loop.redact as r; "
-            "r.redact('please fix the flaky test in tests/test_ledger.py'); "
+            "r.redact('please fix the flaky test in tests/storage/test_ledger.py'); "
             "print('re' in sys.modules, 'intent_loop.redact_passes' in sys.modules)")
     result = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=ROOT, capture_output=True, text=True,
                             timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})

@@ -23,7 +23,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAIN = ("Please refactor the ledger module so that append() takes a keyword-only deadline, then update the "
-         "tests in tests/test_ledger.py and make sure the README explains the new error code; keep the public "
+         "tests in tests/storage/test_ledger.py and make sure the README explains the new error code; keep the public "
          "API stable and do not touch the hooks. Run the suite and tell me what changed.")
 # Fake credentials, split so that secret scanners do not flag this file.
 CANDIDATE = ("intent: must deploy with DD_APP_KEY=" + "0a1b2c3d" * 4 + " and mysql -u root -pS3cr3tPw app\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "lib")]
-from helpers.hook_paths import code_for  # noqa: E402 (the run tests/test_hook_modules.py pins)
+from helpers.hook_paths import code_for  # noqa: E402 (the run tests/hook/test_hook_modules.py pins)
 from helpers.settle import settle  # noqa: E402
 
 AFTER = '''try:  # the syncs made and bytes written before the answer (an older tree counts none)

@@ -1,6 +1,6 @@
 """One hook process run up to its answer, as the launcher's fast path gives it (`-I -S`, lib/ and
 the repository on sys.path), with the handler the entry point in hooks/ imports and the work after
-the answer detached into its child as in a real hook: what tests/test_hook_modules.py pins and
+the answer detached into its child as in a real hook: what tests/hook/test_hook_modules.py pins and
 tests/bench/import_cost.py measures."""
 
 ENTRY = {"SessionStart": ("hooks.session_start", "session_start"),

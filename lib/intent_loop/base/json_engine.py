@@ -7,7 +7,7 @@ the shiv binaries bundle it for the interpreter they were built with, and everyw
 `Stdlib` answers with `canonical`, whose bytes are the reference anyway. The bulk verifier only
 ever *accepts* a line when the engine re-serialises it byte for byte to what the stdlib writes;
 with `Stdlib` that is the stdlib itself, so the verdicts are the same and only the speed differs
-(docs/performance.md quotes `verify` both ways; tests/test_bulk_verify.py runs under both).
+(docs/performance.md quotes `verify` both ways; tests/storage/test_bulk_verify.py runs under both).
 """
 from intent_loop.base import canonical
 from intent_loop.errors import IntentLoopError

@@ -4,7 +4,7 @@ reads and writes, process identity, mount information.
 Linux and macOS are supported. Windows would need msvcrt locking and its own directory-sync
 story; keeping every such call here is what lets that port stay one module. Each facility a
 platform may lack or refuse has its fallback here (`preadv`, `fdatasync`, `F_FULLFSYNC`), and the
-tests remove or refuse each one to run the fallback on Linux (tests/test_platform_seam.py).
+tests remove or refuse each one to run the fallback on Linux (tests/base/test_platform_seam.py).
 
 Every sync goes through this module and is counted in SYNCS, and every byte written to storage in
 WRITTEN, so tests and benchmarks can say how many syncs a path made and what it wrote.

@@ -11,7 +11,7 @@ from intent_loop.storage.paths import check_real_directory, project_paths, resol
 # and redaction load on the paths that use them (each import is a slice of a ~10 ms budget).
 # A project intent-loop has never written to has no state to read.
 # A project never written to: REDUCER.initial()'s maps, typed here so that path (every Codex
-# session in a folder intent-loop never recorded) imports no reducer; tests/test_hook_modules.py
+# session in a folder intent-loop never recorded) imports no reducer; tests/hook/test_hook_modules.py
 # pins it to REDUCER.initial().
 NO_STATE = {"tasks": {}, "sessions": {}, "candidates": {}, "last_change": {"task_id": None, "seq": 0}}
 

@@ -3,7 +3,7 @@ whether it changes what the user asked for (and so which task is current and wha
 publishes), what deleting a claim does to it, and how the timeline words it.
 
 A new event type is one row here, then the places the table's test names
-(tests/test_event_types.py): the reducer's `_on_<type>` handler (intent/state.py), the words of
+(tests/intent/test_event_types.py): the reducer's `_on_<type>` handler (intent/state.py), the words of
 `intent-loop history` (cli/history.py), what an MCP write returns for it (mcp/results.py) and
 `docs/storage.md`. The other readers derive their sets from this table.
 """

@@ -241,7 +241,7 @@ def chain_once(event, prev_hash):
     instead of two, for an event parsed from the ledger. The hash covers the event without
     event_hash; in canonical order that field sits right after the actor, so the line is the
     hashed body with the field put in there.
-    (tests/test_streaming_and_upkeep.py checks it against sealing.chain.)"""
+    (tests/storage/test_streaming_and_upkeep.py checks it against sealing.chain.)"""
     body = dict(event, prev_hash=prev_hash)
     body.pop("event_hash", None)
     # a deletion re-chains every later line, so this runs for most of the ledger: orjson's bytes

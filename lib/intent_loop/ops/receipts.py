@@ -3,7 +3,7 @@
 Applying commands (ops/apply_commands.py) returns Entry values; every rendering reads them: the
 user's receipt line (systemMessage), the model's receipt, a local answer, the change note the
 model gets after prompts answered without it, and the CLI's `claim add`. The change note keys on
-`outcome`, never on words, so a new outcome cannot silently drop out of it (tests/test_receipts.py
+`outcome`, never on words, so a new outcome cannot silently drop out of it (tests/ops/test_receipts.py
 runs every outcome through every rendering).
 """
 from intent_loop.intent.event_types import REPUBLISHES

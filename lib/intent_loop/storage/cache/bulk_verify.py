@@ -14,7 +14,7 @@ serialiser at 255). So this module only ever *accepts* a line on the fast path; 
 cannot accept there (orjson refuses it, re-serialises it differently, or it holds a number
 whose orjson form could differ from the stdlib's) is handed to `ledger.check_line`, which
 decides with the stdlib and raises the same error the read path would. The property test
-(tests/test_bulk_verify.py) checks that the two agree on generated events.
+(tests/storage/test_bulk_verify.py) checks that the two agree on generated events.
 """
 import hashlib
 import re
@@ -299,7 +299,7 @@ def canonical_bytes(value):
     orjson: the floats `_float_risk` finds, integers of 2^64 and above, nesting past orjson's
     limit and lone surrogates (orjson refuses the last three). So orjson's bytes are returned
     when orjson accepts the value and they hold no risky float, else the stdlib decides (and
-    raises what it raises). The property test in tests/test_bulk_verify.py checks they agree."""
+    raises what it raises). The property test in tests/storage/test_bulk_verify.py checks they agree."""
     try:
         data = engine.dumps(value, option=_SORT)
     except engine.JSONEncodeError:

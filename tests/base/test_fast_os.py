@@ -75,7 +75,8 @@ def test_makedirs_gives_the_mode_to_the_last_directory_only(tmp_path):
 ENV = {b"PATH": os.environb.get(b"PATH", b""), b"PLAIN": b"x", b"UNICODE": "caf\u00e9".encode(),
        b"RAW": b"\xff\xfe", b"EMPTY": b""}
 LIB = os.path.dirname(os.path.dirname(os.path.dirname(fast_os.__file__)))
-EQUIVALENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers", "fast_os_equivalence.py")
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EQUIVALENCE = os.path.join(TESTS, "helpers", "fast_os_equivalence.py")
 SUPPORTED = ("3.11", "3.12", "3.13")
 # Read at import, before the autouse fixture replaces HOME (pyenv and its shims look there)
 PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")

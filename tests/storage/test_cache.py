@@ -183,7 +183,7 @@ def test_a_session_link_forged_to_words_is_not_believed(project, workspace):
 
 def test_a_durable_index_naming_a_claim_its_shard_lacks_does_not_fail_the_append(project, workspace):
     """The save after the append raised KeyError (_encode_durable), after the events were written
-    (through the hook binary: tests/test_review_cache.py)."""
+    (through the hook binary: tests/storage/test_review_cache.py)."""
     seeded(project, workspace)
     other = session_hash("other")
     run(project, workspace, "intent: new\nintent: goal other\nintent: always use tabs", session=other)

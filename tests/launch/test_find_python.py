@@ -20,7 +20,7 @@ import pytest
 from helpers.dist import requires_dist
 from intent_loop.launch.binaries import BINARIES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE_LAUNCHER = ROOT / "hooks" / "intent-loop"
 DIST = ROOT / "dist"
 PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"

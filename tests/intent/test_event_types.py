@@ -11,7 +11,7 @@ from intent_loop.intent import cache_source, event_types, state
 from intent_loop.intent.event_types import TABLE
 from intent_loop.ops import apply_commands, ledger_rewrite
 
-LIB = Path(__file__).resolve().parents[1] / "lib" / "intent_loop"
+LIB = Path(__file__).resolve().parents[2] / "lib" / "intent_loop"
 
 
 def _literal_types():

@@ -8,7 +8,7 @@ import pytest
 from intent_loop.guard import contract_file
 from intent_loop.guard.file_state import read_file_state
 
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "guard_damaged")
+GOLDEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "guard_damaged")
 TASK = "5b1c7e0a-2f4d-5a6b-8c9d-0e1f2a3b4c5d"
 SHA = "d8712a2f89c6937f35815ac837931b4af6136c214511a6cf28493d22ca7f70b0"
 STATE = {"tasks": {TASK: {"task_id": TASK, "publications": {"3": SHA}}}, "contract_floors": {}}

@@ -19,7 +19,7 @@ from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.prompt_commands import Command, Rejection, parse_prompt
 from intent_loop.intent.prompt_scan import has_command
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAKE_GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # 36 alphanumerics after ghp_
 assert len(FAKE_GITHUB_TOKEN) == 40
 

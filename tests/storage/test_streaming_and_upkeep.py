@@ -317,7 +317,7 @@ def test_an_import_nested_too_deeply_is_import_invalid(cli, tmp_path):
 
 
 # -- through the built binaries at 100,000 events ----------------------------------------------------
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(REPO, "dist")
 
 

@@ -21,7 +21,7 @@ from intent_loop.storage.ledger import Draft
 from intent_loop.storage.paths import project_paths
 from intent_loop.storage.transaction import Transaction
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "0000000a-0000-4000-8000-000000000000"
 # After the answer, in the hook process itself: what it synced, and what a reader finds then.
 AFTER = '''

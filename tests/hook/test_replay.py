@@ -10,7 +10,7 @@ from helpers.replay_golden import normalize
 from intent_loop.guard.acceptance import validate_provider_document
 from intent_loop.launch.binaries import BINARIES, HOOKS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(ROOT, "dist")
 CLI = os.path.join(DIST, "intent-loop")
 REPLAY_DIR = os.path.join(ROOT, "tests", "fixtures", "replay")

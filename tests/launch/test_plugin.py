@@ -15,7 +15,7 @@ import pytest
 from helpers.dist import requires_dist
 from intent_loop.launch.binaries import BINARIES, HOOKS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 MARKETPLACE = DIST / "marketplace"
 PLUGIN = MARKETPLACE / "plugins" / "intent-loop"

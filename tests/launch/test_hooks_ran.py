@@ -18,7 +18,7 @@ from helpers.mcp_client import MCP_BINARY, run_hook
 from intent_loop.launch import hook_runs, run_record
 from intent_loop.launch.binaries import HOOKS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 PLUGIN_ID = "intent-loop@intent-loop"
 env = mcp_client.env

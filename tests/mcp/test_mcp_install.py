@@ -11,7 +11,7 @@ from helpers.dist import requires_dist
 from intent_loop.cli import mcp_config
 from intent_loop.errors import IntentLoopError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.path.join(ROOT, "dist", "intent-loop")
 
 USER_TOML = """\

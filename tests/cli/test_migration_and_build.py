@@ -15,7 +15,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.launch.binaries import BINARIES
 from intent_loop.storage import ledger, migration, transaction
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 
 

@@ -20,7 +20,7 @@ from intent_loop.storage.lock import ProjectLock
 from intent_loop.storage.paths import session_hash
 
 REDUCER = ProjectReducer()
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION = session_hash("session-one")
 _counter = [0]
 

@@ -27,7 +27,7 @@ from helpers.settle import settle
 from intent_loop.guard import contract_file, document
 from intent_loop.storage import paths as paths_mod
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(REPO, "dist")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "codex-0.169.0")
 CLI = os.path.join(DIST, "intent-loop")

@@ -11,7 +11,7 @@ import pytest
 from helpers.dist import requires_dist
 from intent_loop.launch import binaries as table
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(ROOT, "dist")
 CLI = os.path.join(DIST, "intent-loop")
 GOLDEN = os.path.join(ROOT, "tests", "fixtures", "install")

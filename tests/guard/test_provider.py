@@ -17,7 +17,7 @@ from intent_loop.storage import ledger, reading, transaction
 from intent_loop.storage.paths import session_hash
 
 REDUCER = ProjectReducer()
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.path.join(REPO, "lib")
 SESSION = session_hash("provider-session")
 _n = [0]

@@ -25,7 +25,7 @@ from intent_loop.base.data_root import find_data_root
 from intent_loop.launch import fast_path, launcher
 from intent_loop.launch.binaries import BINARIES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 LAUNCHER_SH = ROOT / "lib" / "intent_loop" / "launch" / "launcher.sh"
 

@@ -12,7 +12,7 @@ from helpers.dist import requires_dist
 from intent_loop.launch import extracted_runtime
 from intent_loop.launch.binaries import BINARIES
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(ROOT, "dist")
 OLD, CURRENT, FRESH = "0" * 64, "1" * 64, "2" * 64
 HOUR = 3600

@@ -9,7 +9,7 @@ import sys
 
 from helpers.hook_paths import PATH_MODULES, code_for  # one run, shared with tests/bench/import_cost.py
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRINT_MODULES = 'print("\\n@@" + repr(sorted(sys.modules)))'
 # The unlinked SessionStart path at this commit: the read path (ledger, cache, views), the continuity
 # rule and the hook runtime; no storage.atomic, transaction or lock (it writes nothing).

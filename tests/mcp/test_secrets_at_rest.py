@@ -19,7 +19,7 @@ from intent_loop.launch.binaries import BINARY_FOR_EVENT
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage import reading
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(REPO, "dist")
 CLI_BINARY = os.path.join(DIST, "intent-loop")
 
