@@ -21,8 +21,15 @@ from intent_loop.base import fast_os
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.cache import chain_marker, checkpoint
-from intent_loop.storage.cache.bulk_verify import fold_stream
 from intent_loop.storage.ledger import empty_verified, is_project_present, open_ledger
+
+def fold_stream(*args, **kwargs):
+    """The streaming verifier, loaded on first use: it brings `re` and orjson, and every hook's
+    after-answer child imports this module to ask scrub_due, which is false on all but one run a day."""
+    from intent_loop.storage.cache.bulk_verify import fold_stream as fold
+
+    return fold(*args, **kwargs)
+
 
 REBUILD_LOCK = "rebuild.lock"
 SCRUB_STAMP = "scrub.stamp"
