@@ -23,6 +23,7 @@ from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.cache import chain_marker, checkpoint
 from intent_loop.storage.ledger import empty_verified, is_project_present, open_ledger
 
+
 def fold_stream(*args, **kwargs):
     """The streaming verifier, loaded on first use: it brings `re` and orjson, and every hook's
     after-answer child imports this module to ask scrub_due, which is false on all but one run a day."""
