@@ -65,7 +65,7 @@ STATEMENTS = (
     ("done when: the {mod} test suite passes on CI", ["success_signal"]),
     ("ask: before adding a dependency to {mod}", ["hard_constraint"]),
     ("Prefer small commits that each explain why {mod} changed", ["soft_constraint"]),
-    ("forbid: action:install_global", ["hard_constraint"]),
+    ("forbid: action:network", ["hard_constraint"]),  # an action Guard 0.2.2 knows: every publication is valid
 )
 OUTCOME = "Fix the login redirect loop in {mod} without logging users out"  # a task's goal
 
