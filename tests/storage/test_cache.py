@@ -1,14 +1,13 @@
 """Cache format 2: the text the model and Guard get comes from the verified ledger, never from
 the cache; shards the root does not vouch for are detected; format 1 is ignored and replaced; a
 mutation writes only what it changed. (Through the built binaries: tests/hook_binaries.py.)"""
-import hashlib
 import json
 import os
 import time
 
 import pytest
 
-from helpers.cache_files import shard_file
+from helpers.cache_files import edit_shard, read_doc, shard_file, write_doc
 from intent_loop.guard import provider
 from intent_loop.hook import prompt_answer
 from intent_loop.intent import prompt_commands, tasks
@@ -33,28 +32,8 @@ def run(project, workspace, prompt, *, session=SESSION):
         request_id=f"cache-v2-{_counter[0]}", deadline=time.monotonic() + 20, workspace=workspace, env={})
 
 
-def read_doc(path):
-    with open(path, "rb") as fh:
-        data = fh.read()
-    return json.loads(data[65:])
-
-
-def write_doc(path, doc):
-    """What a hand edit that recomputes the digest writes."""
-    body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    with open(path, "wb") as fh:
-        fh.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-
-
 def root_path(project):
     return os.path.join(project.cache_dir, checkpoint.ROOT_FILE)
-
-
-def edit_shard(project, name, change):
-    path = shard_file(project, name)
-    doc = read_doc(path)
-    change(doc["data"])
-    write_doc(path, doc)
 
 
 def linked_task_id(project):
