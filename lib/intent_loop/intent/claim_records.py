@@ -105,7 +105,26 @@ class Refolded(Exception):
         self.claims = claims
 
 
-class ClaimRecords:
+class DerivedViews:
+    """keys, values, items and the plain dict canonical JSON writes, derived from __iter__ and
+    __getitem__: the part of the mapping protocol ClaimRecords and the plan's Overlay
+    (intent/plan_copy.py) share. Written by hand, as collections.abc is not loaded on the hooks'
+    path (tests/base/test_fast_os.py)."""
+
+    def keys(self):
+        return list(self)
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def __json__(self):
+        return dict(self.items())
+
+
+class ClaimRecords(DerivedViews):
     """`task["claims"]` of a cache-backed task: the mapping every consumer uses, loading the hidden
     shard only when a caller asks for a claim it does not hold or for all of them.
 
@@ -235,15 +254,6 @@ class ClaimRecords:
     def __iter__(self):
         return iter(list(self._items) + list(self._hidden()))
 
-    def keys(self):
-        return list(self)
-
-    def values(self):
-        return [self[k] for k in self]
-
-    def items(self):
-        return [(k, self[k]) for k in self]
-
     def __len__(self):
         if not self.hidden_loaded:
             return len(self._items) + self._summary["count"]
@@ -258,9 +268,6 @@ class ClaimRecords:
         return NotImplemented
 
     __hash__ = None
-
-    def __json__(self):
-        return dict(self.items())
 
     def copy(self, deep):
         """A plan's copy: its resolved records copied with `deep`, the rows shared (never changed in place)."""

@@ -2,7 +2,7 @@
 over a cache-backed state never loads the rest of it, and never changes the state it was made from."""
 from intent_loop.base.canonical import dumps, loads
 from intent_loop.intent.cache_source import MAPS
-from intent_loop.intent.claim_records import ClaimRecords
+from intent_loop.intent.claim_records import ClaimRecords, DerivedViews
 from intent_loop.storage.cache.lazy_map import LazyMap
 
 # -- plans: a scratch copy that copies only what it touches --------------------------------------
@@ -18,7 +18,7 @@ def _copy(value):
     return loads(dumps(value))
 
 
-class Overlay:
+class Overlay(DerivedViews):
     """Copy-on-read view of a map: a plan changes its copies, never the base (nor its cache)."""
 
     def __init__(self, base):
@@ -78,22 +78,10 @@ class Overlay:
     def mark(self, key):
         pass
 
-    def __json__(self):
-        return dict(self.items())
-
     def __iter__(self):
         keys = [k for k in self._base if k not in self._gone]
         keys += [k for k in self._own if k not in self._gone and k not in self._base]
         return iter(keys)
-
-    def keys(self):
-        return list(self)
-
-    def values(self):
-        return [self[k] for k in self]
-
-    def items(self):
-        return [(k, self[k]) for k in self]
 
     def __len__(self):
         return len(list(self))
