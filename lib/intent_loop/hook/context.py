@@ -3,7 +3,7 @@
 source references and request ids of what a hook records, and THE recording rule."""
 from intent_loop.base.canonical import sha256_hex
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.hook.runtime import after_of
+from intent_loop.hook.runtime import after_of, log_failure
 from intent_loop.hook.seen_record import SeenRecord
 from intent_loop.storage.paths import check_real_directory, project_paths, resolve_data_root, session_hash
 
@@ -72,8 +72,6 @@ class HookContext:
 
     def log_guard(self, error):
         """Log a Guard file that could not be written (guard/publishing.py hands the error here)."""
-        from intent_loop.hook.runtime import log_failure
-
         log_failure(self.env, "Guard", "provider_file", error)
 
     def linked_task(self):

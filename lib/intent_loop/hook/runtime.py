@@ -251,6 +251,7 @@ def serve(event_name, handler):
         from intent_loop.launch.extracted_runtime import finish_extraction
 
         finish_extraction()
+
     def record_run():  # after the answer: doctor's proof that Codex runs us
         from intent_loop.launch import run_record
 

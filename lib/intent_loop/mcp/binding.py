@@ -6,7 +6,7 @@ session hash are computed by the same functions the hooks use (a project recorde
 spelling of its directory keeps its id here too: storage.paths.project_paths).
 """
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage.paths import canonical_project_root, project_paths, resolve_data_root, session_hash
+from intent_loop.storage.paths import paths_for, resolve_data_root, root_spellings, session_hash
 
 SANDBOX_META = "codex/sandbox-state-meta"
 TURN_META = "x-codex-turn-metadata"
@@ -62,24 +62,23 @@ def path_of_file_url(url, *, invalid=_metadata_invalid):
 
 
 def project_root(meta, arguments, *, ask_roots):
-    """The project directory a call acts for, as the client gave it (an absolute path, checked to
-    be a project directory; see the module docstring for the order)."""
+    """The project directory a call acts for: (its realpath as the client gave it, its on-disk
+    spelling), storage.paths.root_spellings (see the module docstring for the order)."""
     explicit = arguments.get("project_root")
     if explicit is not None:
         if not isinstance(explicit, str):
             raise IntentLoopError(ErrorCode.INVALID_PROJECT_ROOT, "project_root must be an absolute path")
-        canonical_project_root(explicit)  # INVALID_PROJECT_ROOT before anything else is looked at
+        explicit = root_spellings(explicit)  # INVALID_PROJECT_ROOT before anything else is looked at
     sandbox = meta.get(SANDBOX_META)
     if sandbox is not None:
         if not isinstance(sandbox, dict) or "sandboxCwd" not in sandbox:
             raise _metadata_invalid("no sandboxCwd")
-        given = path_of_file_url(sandbox["sandboxCwd"])
-        root = canonical_project_root(given)
-        if explicit is not None and canonical_project_root(explicit) != root:
+        spellings = root_spellings(path_of_file_url(sandbox["sandboxCwd"]))
+        if explicit is not None and explicit[1] != spellings[1]:
             raise IntentLoopError(ErrorCode.PROJECT_ROOT_MISMATCH, (
-                f"project_root names {canonical_project_root(explicit)}, but this Codex session works in "
-                f"{root}; leave project_root out, the session's directory is used"))
-        return given
+                f"project_root names {explicit[1]}, but this Codex session works in {spellings[1]}; "
+                "leave project_root out, the session's directory is used"))
+        return spellings
     if explicit is not None:
         return explicit
     roots = ask_roots()
@@ -89,18 +88,16 @@ def project_root(meta, arguments, *, ask_roots):
             def invalid(why):
                 return IntentLoopError(ErrorCode.PROJECT_ROOT_REQUIRED, f"the client's root is unusable ({why})")
 
-            given = path_of_file_url(local[0], invalid=invalid)
-            canonical_project_root(given)
-            return given
+            return root_spellings(path_of_file_url(local[0], invalid=invalid))
     raise IntentLoopError(ErrorCode.PROJECT_ROOT_REQUIRED, (
         "no project directory: this client sends neither Codex's sandbox metadata nor exactly one file "
         "root; pass project_root (an absolute path)"))
 
 
 def bind(meta, arguments, *, env, executable, ask_roots):
-    given = project_root(meta, arguments, ask_roots=ask_roots)
+    given, root = project_root(meta, arguments, ask_roots=ask_roots)
     data_root, how = resolve_data_root(env, executable=executable)
-    paths = project_paths(data_root, given)
+    paths = paths_for(data_root, given, root)
     thread = meta.get("threadId")
     turn_meta = meta.get(TURN_META)
     turn = turn_meta.get("turn_id") if isinstance(turn_meta, dict) else None

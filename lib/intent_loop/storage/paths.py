@@ -31,7 +31,13 @@ def resolve_data_root(env, *, executable=None, home=None):
 def canonical_project_root(path):
     """The realpath of an absolute, existing, local directory (the hook payload's cwd), spelled as
     the filesystem stores it (platform.on_disk_spelling: one directory is one project)."""
-    return platform.on_disk_spelling(_real_root(path))
+    return root_spellings(path)[1]
+
+
+def root_spellings(path):
+    """(the directory's realpath as given, the same directory as the filesystem spells it)."""
+    given = _real_root(path)
+    return given, platform.on_disk_spelling(given)
 
 
 def _real_root(path):
@@ -110,8 +116,11 @@ class ProjectPaths:
 
 
 def project_paths(data_root, cwd):
-    given = _real_root(cwd)
-    root = platform.on_disk_spelling(given)
+    return paths_for(data_root, *root_spellings(cwd))
+
+
+def paths_for(data_root, given, root):
+    """The project of the directory `root_spellings` named (`given`, `root`)."""
     return ProjectPaths(data_root, _recorded_id(data_root, root, given), root)
 
 
