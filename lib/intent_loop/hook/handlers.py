@@ -14,6 +14,7 @@ from intent_loop.hook.context import (
     make_source_ref,
     read_state,
     reducer,
+    refresh_guard,
     with_former_ids,
 )
 from intent_loop.hook.runtime import after_of
@@ -123,15 +124,7 @@ def _guard_repair_job(ctx):
     """The Guard file is not as the last refresh left it (one lstat said so): refresh it under the
     lock after the answer. A damaged file of ours is written back as recorded, a foreign one is left
     alone, and what the user must hear waits in the seen record for the next prompt's receipt."""
-    def repair(deadline):
-        from intent_loop.guard import publishing
-        from intent_loop.storage.transaction import Transaction
-
-        with Transaction(ctx.paths, reducer(), deadline=deadline) as tx:
-            ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd,
-                                                           log=ctx.log_guard))
-
-    return repair
+    return lambda deadline: refresh_guard(ctx, deadline)
 
 
 def _observation_job(ctx, payload, prompt, *, actor, task_id):
@@ -241,9 +234,12 @@ def _run_prompt_commands(payload, runtime, prompt):
 
     commands = parse_prompt(prompt)
     # Whatever stops this call from here on (the hook's deadline included, which no except clause
-    # below sees), the answer names the commands that were not recorded (hook.runtime uses it).
+    # below sees), the answer names the commands that were not recorded, or that were written but
+    # not confirmed once the transaction got that far (`watch`; hook.runtime uses on_failure).
     after = after_of(runtime)
-    after.on_failure = lambda exc: prompt_answer.failure_answer(exc, count=len(commands))
+    watch = runtime.get("commit_watch")
+    ctx = None
+    after.on_failure = lambda exc: _unfinished(exc, ctx, watch, count=len(commands))
     try:
         ctx = HookContext(payload, runtime)
         ctx.place()  # where the session stood BEFORE its commands (the transaction continues ctx.state)
@@ -253,7 +249,8 @@ def _run_prompt_commands(payload, runtime, prompt):
             ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,
             request_id=request_id, former_request_ids=former_ids, deadline=ctx.deadline,
             workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified,
-            cwd=ctx.cwd, hand_over=lambda job: ctx.after.hand_over(ctx.paths, job), log_guard_failure=ctx.log_guard)
+            cwd=ctx.cwd, hand_over=lambda job: ctx.after.hand_over(ctx.paths, job), log_guard_failure=ctx.log_guard,
+            watch=watch)
         # the state the commands produced, from their own transaction; reread only when nothing was
         # written in this call (all lines rejected, or a retry that returned the stored events)
         state = receipt.state if receipt.state is not None else read_state(ctx.paths, after)
@@ -262,8 +259,8 @@ def _run_prompt_commands(payload, runtime, prompt):
 
         if after.rescue is None:  # not CACHE_REBUILDING (nothing written, and its rebuild is queued)
             log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
-        return prompt_answer.failure_answer(exc, count=len(commands))
-    after.on_failure = lambda exc: _recorded_but_unanswered(exc, receipt)
+        return _unfinished(exc, ctx, watch, count=len(commands))
+    after.on_failure = lambda exc: prompt_answer.recorded_answer(exc)
     local_only = prompt_answer.is_local_only(prompt, commands)
     explicit = any(getattr(c, "verb", None) in _CHOOSES_TASK and c.kind == "manage" for c in commands)
     if local_only and not _is_steering(payload):
@@ -292,13 +289,17 @@ def continuity_item(ctx, state, *, explicit):
     return None
 
 
-def _recorded_but_unanswered(exc, receipt):
-    """The commands were recorded but composing the answer failed: say so, and how to see them."""
+def _unfinished(exc, ctx, watch, *, count):
+    """The answer to commands whose run failed: "NOT recorded" while nothing reached the ledger; once
+    their lines were written (a sync that failed or outlasted the hook's time, a failure after it),
+    "written, not confirmed", and the after-answer child puts the Guard file in line with what
+    was recorded, as the next Stop would, so Guard enforces this turn what the user typed."""
     from intent_loop.hook import prompt_answer
 
-    line = (f"{prompt_answer.PREFIX}the `intent:` lines were recorded, but the receipt could not be shown "
-            f"({prompt_answer.failure_code(exc)}); `intent: show` shows them")
-    return {"system_message": line, "context": line}
+    if ctx is None or watch is None or not watch.is_written:
+        return prompt_answer.failure_answer(exc, count=count)
+    ctx.after.hand_over(ctx.paths, lambda deadline: refresh_guard(ctx, deadline))
+    return prompt_answer.unconfirmed_answer(exc, count=count)
 
 
 def _is_steering(payload):

@@ -145,6 +145,23 @@ def failure_answer(exc, *, count):
     return {"system_message": line, "context": line}
 
 
+def recorded_answer(exc):
+    """The commands were recorded but composing the answer failed: say so, and how to see them."""
+    line = (f"{PREFIX}the `intent:` lines were recorded, but the receipt could not be shown ({failure_code(exc)}); "
+            "`intent: show` shows them")
+    return {"system_message": line, "context": line}
+
+
+def unconfirmed_answer(exc, *, count):
+    """What the user and the model are told when a prompt's `intent:` lines reached the ledger but
+    the call did not finish (its sync failed or outlasted the hook's time, or a later step
+    failed): they are recorded for every reader, so typing them again would record them twice."""
+    noun = "command" if count == 1 else "commands"
+    line = (f"{PREFIX}{count} {noun} written to the ledger but not confirmed ({failure_code(exc)}): do not type "
+            "them again; `intent: show` shows what was recorded")
+    return {"system_message": line, "context": line}
+
+
 def show_text(state, paths, session_hash, *, guard=None):
     """What `intent: show` answers locally: the compact view `intent-loop show` prints, of the
     session's task or of the current task it follows, ending with the Guard line (`guard`)."""

@@ -14,6 +14,11 @@ from intent_loop.base.canonical import dumps, loads
 FAIL_OPEN = b'{"continue":true}'
 STDIN_CAP = 4 * 1024 * 1024
 DEADLINE_SECONDS = 2.0
+# Once a transaction starts writing what the user typed, the write, its sync and the receipt may
+# run this long from the call's start instead of being cut at DEADLINE_SECONDS: a sync that stalls
+# for two seconds would otherwise leave lines in the ledger that the answer calls "not recorded".
+# Codex kills a hook at 5 s (hooks.json), which leaves 1.5 s for the interpreter's start and exit.
+COMMIT_LIMIT_SECONDS = 3.5
 _EVENTS_WITH_CONTEXT = ("SessionStart", "UserPromptSubmit")
 
 
@@ -74,6 +79,27 @@ def after_of(runtime):
 
 class HookDeadline(BaseException):
     """Raised by SIGALRM; a BaseException so library code cannot swallow it."""
+
+
+class CommitWatch:
+    """What a handler's transaction tells the runtime about its write (storage.transaction's
+    `watch`): `writing()` moves the alarm from the deadline to COMMIT_LIMIT_SECONDS, since past its
+    last deadline check a write is better finished than cut; `written()` marks the lines as in the
+    ledger, so a failure from then on is answered "written, not confirmed", never "not recorded"."""
+
+    __slots__ = ("started", "is_written")
+
+    def __init__(self, started):
+        self.started = started
+        self.is_written = False
+
+    def writing(self):
+        left = self.started + COMMIT_LIMIT_SECONDS - time.monotonic()
+        if left > 0:
+            _signal.setitimer(_signal.ITIMER_REAL, left)
+
+    def written(self):
+        self.is_written = True
 
 
 class _Output:
@@ -140,7 +166,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     started = time.monotonic()
     where = "start"
     after = AfterAnswer()
-    context = {"after": after}
+    context = {"after": after, "commit_watch": CommitWatch(started)}
     succeeded = False
 
     def on_term(signum, frame):

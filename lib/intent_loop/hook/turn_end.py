@@ -1,7 +1,7 @@
 """The Stop hook: record a hash-only result signal for the session's task and refresh the Guard
 file, both after the answer (which for Stop is always `{"continue":true}`)."""
 from intent_loop.base.canonical import sha256_hex
-from intent_loop.hook.context import HookContext, is_recording, make_source_ref, reducer, with_former_ids
+from intent_loop.hook.context import HookContext, is_recording, make_source_ref, reducer, refresh_guard, with_former_ids
 
 
 def stop(payload, runtime):
@@ -16,7 +16,7 @@ def stop(payload, runtime):
     def record_and_publish(deadline):
         from intent_loop.guard import publishing
         from intent_loop.intent.tasks import Plan, observe
-        from intent_loop.storage.transaction import Planned, Transaction, mutate
+        from intent_loop.storage.transaction import Planned, mutate
 
         message = payload.get("last_assistant_message")
         text = message if isinstance(message, str) else ""
@@ -47,9 +47,7 @@ def stop(payload, runtime):
                           params={"source": source}, plan=plan, deadline=deadline,
                           after_commit=after_commit, resume=ctx.verified)
         if mutation.replayed:  # a retried Stop still makes sure the file is current
-            with Transaction(ctx.paths, reducer(), deadline=deadline, resume=ctx.verified) as tx:
-                ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env,
-                                                               cwd=ctx.cwd, log=ctx.log_guard))
+            refresh_guard(ctx, deadline, resume=ctx.verified)
 
     ctx.after.add(ctx.paths, record_and_publish)
     return None

@@ -26,15 +26,16 @@ def normalized(commands):
 
 def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
                  publish=True, observation=None, resume=None, former_request_ids=(), now=time.time, cwd=None,
-                 hand_over=None, log_guard_failure=None):
+                 hand_over=None, log_guard_failure=None, watch=None):
     """Run parsed commands (Rejections included) as one mutation; returns a Receipt.
 
     With `observation` ({"char_count": n}) the same mutation also records the hash-only
     `source_observed` when the session ends up linked to a task that is recording.
     `resume`: the caller's lock-free Verified read, continued by the transaction (see ledger).
     `cwd`: the hook payload's cwd as given, where Guard resolves EFG_CONTRACT_PATH from (provider).
-    `former_request_ids`, `hand_over`: see storage.transaction (a hook hands over the cache save,
-    the Guard file's syncs and the lock's release, to run after its answer).
+    `former_request_ids`, `hand_over`, `watch`: see storage.transaction (a hook hands over the cache
+    save, the Guard file's syncs and the lock's release, to run after its answer, and watches its
+    commit so that it never calls written lines "not recorded").
     `log_guard_failure(error)`: where a Guard file that could not be written is logged (the hook's
     failure log), besides the receipt.
     """
@@ -77,7 +78,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
     mutation = mutate(paths, REDUCER, request_id=request_id, former_request_ids=former_request_ids,
                       operation="commands", params={"session": session_hash, "commands": normalized(runnable)},
                       plan=plan, deadline=deadline, after_commit=after_commit, resume=resume, on_replay=on_replay,
-                      hand_over=hand_over)
+                      hand_over=hand_over, watch=watch)
     if mutation.replayed:
         receipt.replayed = True
         receipt.events = mutation.events

@@ -53,12 +53,14 @@ def open_for_append(path, verified_fd, verified_length):
     return fd
 
 
-def append_durably(path, verified_fd, verified_length, data):
+def append_durably(path, verified_fd, verified_length, data, *, on_written=None):
     """Append `data` (whole lines) to the verified ledger and sync it.
 
     Raises WRITE_FAILED with the ledger cut back to `verified_length` (or, if even that fails,
     with the partial tail left for the next mutation to quarantine), or DURABILITY_UNCERTAIN
-    when every byte was written but the sync failed.
+    when every byte was written but the sync failed. `on_written()` runs once every byte is in
+    the file, before the sync: from then on every reader sees the lines, so a caller interrupted
+    during the sync (a hook's deadline) must not call them "not recorded".
     """
     fd = open_for_append(path, verified_fd, verified_length)
     try:
@@ -66,6 +68,8 @@ def append_durably(path, verified_fd, verified_length, data):
             write_all(fd, data)
         except OSError as exc:
             _cut_back(fd, verified_length, exc)
+        if on_written is not None:
+            on_written()
         try:
             platform.sync_data(fd)
         except OSError as exc:

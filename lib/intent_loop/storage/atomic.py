@@ -51,14 +51,16 @@ def _copy_by_reading(src_fd, dst_fd, start, length):
     return len(chunk)
 
 
-def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None, fill=None, check=None):
+def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None, fill=None, check=None,
+                       on_replaced=None):
     """Replace `path` with `data` durably (`durable=False`: atomic only, for derived caches).
 
     `prefix=(fd, length)` puts the first `length` bytes of an open file before `data`: cutting a
     torn tail keeps the ledger's verified prefix without reading it into memory. `fill(fd)`
     writes the content itself instead of `data` (a streamed rewrite of the whole ledger), and
     `check(fd, filled)` runs on the synced temp file before the rename; either may raise to leave
-    `path` as it was. Returns what `fill` returned.
+    `path` as it was. `on_replaced()` runs right after the rename, before the directory's sync
+    (see append.append_durably's `on_written`). Returns what `fill` returned.
 
     Before the rename any failure leaves `path` byte-identical and no temp file behind
     (WRITE_FAILED). After the rename the new content is visible; if the directory sync then
@@ -90,6 +92,8 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
     except BaseException:
         _remove_quietly(temp)
         raise
+    if on_replaced is not None:
+        on_replaced()
     if not durable:
         return filled
     try:

@@ -30,9 +30,14 @@ class Transaction:
     held until then, so no other writer sees the cache behind. Whoever takes the job must run it
     (a process that dies first leaves a lock the kernel has already let go: storage.lock reclaims
     it). Nothing durable moves: the ledger's sync is still made before `append` returns.
+
+    `watch`: told when `append` starts writing (`watch.writing()`, past its last deadline check)
+    and when the request's lines are in the ledger for every reader (`watch.written()`, before
+    their sync). A hook uses it to give the commit time to finish, and never to answer "not
+    recorded" for lines that were written (hook.runtime.CommitWatch).
     """
 
-    def __init__(self, paths, reducer, *, deadline, resume=None, hand_over=None, _now=time.time):
+    def __init__(self, paths, reducer, *, deadline, resume=None, hand_over=None, watch=None, _now=time.time):
         self.paths = paths
         self.reducer = reducer
         self.deadline = deadline
@@ -49,6 +54,7 @@ class Transaction:
         self.durability_uncertain = False
         self.index_end = None  # how far the request index is known to cover the ledger
         self._hand_over = hand_over
+        self._watch = watch
         self._cache_due = False  # a cache save left for the handed-over job
         self._later = []  # syncs left for it (sync_later)
 
@@ -183,18 +189,23 @@ class Transaction:
             lines.append(line)
         self.check_deadline()
         self.lock.heartbeat()
+        written = None
+        if self._watch is not None:
+            self._watch.writing()
+            written = self._watch.written
         first_offset = self.verified.size
         try:
             if self.fd is None:  # creating the ledger: the seed's temp file + fsync + rename
                 from intent_loop.storage.atomic import replace_atomically  # only then: the read path needs none
 
-                replace_atomically(self.paths.ledger, b"".join(lines))
+                replace_atomically(self.paths.ledger, b"".join(lines), on_replaced=written)
                 self._reopen()
             else:
                 from intent_loop.storage.append import append_durably
 
                 ending = b"\n" if self.verified.missing_lf else b""  # an editor's "no newline at end of file"
-                append_durably(self.paths.ledger, self.fd, self.verified.size, ending + b"".join(lines))
+                append_durably(self.paths.ledger, self.fd, self.verified.size, ending + b"".join(lines),
+                               on_written=written)
                 if ending:
                     first_offset += 1
                     self.verified.size += 1
@@ -342,7 +353,7 @@ class Mutation:
 
 
 def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, after_commit=None, resume=None,
-           on_replay=None, former_request_ids=(), hand_over=None):
+           on_replay=None, former_request_ids=(), hand_over=None, watch=None):
     """One locked, idempotent mutation; returns a Mutation.
 
     `plan(state)` decides the events from the verified state: a list of Drafts, or Planned(drafts,
@@ -354,11 +365,12 @@ def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, aft
     mutation)` runs under the lock for an exact retry, which appends nothing and runs no plan.
     `former_request_ids` are the ids the same request had under earlier redaction rules (a hook
     retried across an upgrade): one already recorded makes this a retry too. Its fingerprint is not
-    compared, being made of parameters redacted by the earlier rules. `hand_over`: see Transaction.
+    compared, being made of parameters redacted by the earlier rules. `hand_over`, `watch`: see
+    Transaction.
     """
     check_request_id(request_id)
     fingerprint = request_fingerprint(operation, params)
-    with Transaction(paths, reducer, deadline=deadline, resume=resume, hand_over=hand_over) as tx:
+    with Transaction(paths, reducer, deadline=deadline, resume=resume, hand_over=hand_over, watch=watch) as tx:
         stored = tx.find_request(request_id)
         former = next(filter(None, map(tx.find_request, former_request_ids)), None) if not stored else None
         if stored or former:

@@ -1,0 +1,129 @@
+"""A command prompt whose ledger write is slow or fails after its lines are in the file: the answer
+never calls written lines "not recorded" (hook.runtime.CommitWatch, storage.transaction `watch`).
+
+Each test runs a real hook process from lib/ (as the launcher's fast path does) with ONE storage
+sync made slow or failing, so everything after it (the after-answer child's work included) runs
+at normal speed."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.hook_paths import code_for
+from helpers.settle import settle
+from intent_loop.intent.state import REDUCER
+from intent_loop.storage import reading
+from intent_loop.storage.paths import project_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+# Makes the first call of platform.<seam> sleep `delay` seconds (a disk that stalls; the hook's
+# alarm interrupts the sleep as it would run right after a real sync returns) or raise EIO.
+STALL = '''
+import sys
+sys.path[:0] = [{lib!r}]
+from intent_loop.base import platform as _platform
+_real, _calls, _delay = _platform.{seam}, [], {delay!r}
+def _stalled(*args):
+    _calls.append(1)
+    result = _real(*args)
+    if len(_calls) == 1:
+        if _delay is None:
+            raise OSError(5, "Input/output error")
+        import time as _time
+        _time.sleep(_delay)
+    return result
+_platform.{seam} = _stalled
+'''
+
+
+def _payload(ws, turn, prompt):
+    return {"hook_event_name": "UserPromptSubmit", "session_id": "s-1", "turn_id": turn, "cwd": str(ws),
+            "model": "m", "permission_mode": "default", "transcript_path": None, "prompt": prompt}
+
+
+def _hook(tmp_path, ws, turn, prompt, *, seam=None, delay=None):
+    """(answer, seconds until the hook process exited) with `seam`'s first call stalled or failed."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    code = code_for("UserPromptSubmit", lib=ROOT / "lib", root=ROOT)
+    if seam is not None:
+        code = STALL.format(lib=str(ROOT / "lib"), seam=seam, delay=delay) + code
+    started = time.monotonic()
+    stdin = json.dumps(_payload(ws, turn, prompt)).encode()
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=stdin, capture_output=True, env=env,
+                          timeout=60)
+    seconds = time.monotonic() - started
+    assert done.returncode == 0 and not done.stderr, done.stderr.decode()
+    settle(str(tmp_path / "data"), str(ws))
+    return json.loads(done.stdout), seconds
+
+
+@pytest.fixture
+def ws(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _hook(tmp_path, ws, "t-1", "intent: goal ship the parser")  # the ledger and Guard contract v1
+    return ws
+
+
+def _recorded(tmp_path, ws):
+    paths = project_paths(str(tmp_path / "data"), str(ws))
+    state = reading.verify_all(paths, REDUCER).state
+    return sorted(c["claim"]["statement"] for task in state["tasks"].values() for c in task["claims"].values())
+
+
+def _guard(ws):
+    document = json.loads((ws / ".execution-fidelity" / "contract.json").read_bytes())
+    return document["envelope"]["contract_version"], json.dumps(document["projection"])
+
+
+def test_a_sync_that_outlasts_the_deadline_still_gets_its_receipt(tmp_path, ws):
+    """2.6 s of sync is past the hook's 2 s deadline but inside the commit's limit: the answer is
+    the whole receipt, not a failure."""
+    answer, seconds = _hook(tmp_path, ws, "t-2", "intent: must keep the API", seam="sync_data", delay=2.6)
+    assert "recorded must" in answer["systemMessage"] and "Guard contract v2" in answer["systemMessage"]
+    assert "keep the API" in answer["hookSpecificOutput"]["additionalContext"]
+    assert 2.6 <= seconds < 3.5 + 0.5
+    assert _recorded(tmp_path, ws) == ["must: keep the API", "ship the parser"]
+    assert _guard(ws)[0] == 2
+
+
+def test_a_sync_past_the_commit_limit_is_told_written_and_guard_catches_up(tmp_path, ws):
+    """A sync still stalled at the commit's limit: the lines are in the ledger for every reader, so the
+    answer says "written but not confirmed, do not type them again" (never "NOT recorded"), and the
+    after-answer child writes the contract the ledger records, so Guard enforces them this turn."""
+    answer, seconds = _hook(tmp_path, ws, "t-2", "intent: must keep the API", seam="sync_data", delay=6)
+    line = answer["systemMessage"]
+    assert "1 command written to the ledger but not confirmed (DEADLINE_EXCEEDED): do not type them again" in line
+    assert "NOT recorded" not in line and answer["hookSpecificOutput"]["additionalContext"] == line
+    assert seconds < 3.5 + 1.0  # answered at the commit's limit, far inside Codex's 5 s
+    assert _recorded(tmp_path, ws) == ["must: keep the API", "ship the parser"]
+    version, projection = _guard(ws)
+    assert version == 2 and "keep the API" in projection
+
+
+def test_a_failed_sync_after_the_write_is_durability_uncertain_not_a_failure(tmp_path, ws):
+    answer, _seconds = _hook(tmp_path, ws, "t-2", "intent: must keep the API", seam="sync_data", delay=None)
+    assert "written to the ledger but not confirmed (DURABILITY_UNCERTAIN)" in answer["systemMessage"]
+    assert _recorded(tmp_path, ws) == ["must: keep the API", "ship the parser"]
+    version, projection = _guard(ws)
+    assert version == 2 and "keep the API" in projection
+
+
+def test_a_new_ledger_is_written_once_renamed_into_place(tmp_path):
+    """The first command of a project creates the ledger the seed's way (temp file, fsync, rename,
+    directory fsync): stalled before the rename nothing is recorded and the answer says so; stalled
+    after it the ledger exists and the answer says written."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    answer, _ = _hook(tmp_path, ws, "t-1", "intent: goal ship the parser", seam="fsync_file", delay=6)
+    assert "1 command NOT recorded (DEADLINE_EXCEEDED)" in answer["systemMessage"]
+    paths = project_paths(str(tmp_path / "data"), str(ws))
+    assert not os.path.exists(paths.ledger)
+    answer, _ = _hook(tmp_path, ws, "t-2", "intent: goal ship the parser", seam="fsync_directory", delay=6)
+    assert "1 command written to the ledger but not confirmed (DEADLINE_EXCEEDED)" in answer["systemMessage"]
+    assert _recorded(tmp_path, ws) == ["ship the parser"]
+    assert "ship the parser" in _guard(ws)[1]
