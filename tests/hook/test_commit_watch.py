@@ -17,7 +17,7 @@ from helpers.hook_paths import code_for
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import reading
-from intent_loop.storage.paths import project_paths
+from intent_loop.storage.paths import project_paths, session_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 # Makes the first call of platform.<seam> sleep `delay` seconds (a disk that stalls; the hook's
@@ -127,3 +127,18 @@ def test_a_new_ledger_is_written_once_renamed_into_place(tmp_path):
     assert "1 command written to the ledger but not confirmed (DEADLINE_EXCEEDED)" in answer["systemMessage"]
     assert _recorded(tmp_path, ws) == ["ship the parser"]
     assert "ship the parser" in _guard(ws)[1]
+
+
+def test_an_interrupted_on_still_ends_private_mode(tmp_path, ws):
+    """`intent: on` removes the session's private control after its events; interrupted in between,
+    the after-answer child removes it (as an exact retry would), so the session records again."""
+    from intent_loop.intent import private_mode
+
+    _hook(tmp_path, ws, "t-2", "intent: private")
+    paths = project_paths(str(tmp_path / "data"), str(ws))
+    assert private_mode.read_control(paths, session_hash("s-1")) is not None  # the private session's control
+    answer, _ = _hook(tmp_path, ws, "t-3", "intent: on", seam="sync_data", delay=6)
+    assert "written to the ledger but not confirmed (DEADLINE_EXCEEDED)" in answer["systemMessage"]
+    assert private_mode.read_control(paths, session_hash("s-1")) is None
+    answer, _ = _hook(tmp_path, ws, "t-4", "intent: must keep the API")
+    assert "recorded must" in answer["systemMessage"]

@@ -122,14 +122,17 @@ def is_recording(ctx, task):
     return task is not None and task["mode"] == "on" and not is_private_here(ctx.paths, ctx.session, task)
 
 
-def refresh_guard(ctx, deadline, *, resume=None):
+def refresh_guard(ctx, deadline, *, resume=None, first=None):
     """Put the Guard file in line with the contract the ledger records, under the project lock:
     after a retried Stop, and after a command prompt whose lines were written but whose call did
     not finish (hook/handlers.py). What it found (a refusal, a repair) is told at the next prompt.
-    `resume`: a Verified to continue from, never one a failed transaction left behind."""
+    `resume`: a Verified to continue from, never one a failed transaction left behind. `first(tx)`
+    runs under the same lock before the refresh."""
     from intent_loop.guard import publishing
     from intent_loop.storage.transaction import Transaction
 
     with Transaction(ctx.paths, reducer(), deadline=deadline, resume=resume) as tx:
+        if first is not None:
+            first(tx)
         ctx.seen.note_guard(publishing.refresh_quietly(tx, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd,
                                                        log=ctx.log_guard))

@@ -82,8 +82,10 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     if not ctx.state["tasks"]:
         return answer or None
     if actor == "agent":  # a subagent's prompt (written by the parent model): the view, read-only
-        _subagent_view(ctx, answer)
-        return answer or None
+        from intent_loop.intent.session_view import subagent_context
+
+        text = subagent_context(ctx.state, ctx.paths, ctx.session, place=ctx.place())
+        return {"context": text} if text is not None else None
     items = []
     news = ctx.seen.take_guard_news()
     if news is not None:
@@ -99,25 +101,6 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
 
         answer["system_message"] = receipt_line(items)
     return answer or None
-
-
-SUBAGENT_HEADER = ("intent-loop: you run as a subagent of the user's session; what follows is the user's recorded "
-                   "intent for that session's task. Only the user changes it, by typing `intent:` commands.")
-
-
-def _subagent_view(ctx, answer):
-    """Codex 0.169.0 sends a subagent's prompts through UserPromptSubmit with `agent_id` and the
-    PARENT's session_id (tests/fixtures/codex-0.169.0/continuity/README.md), so the subagent is
-    given what its parent session sees. Read-only: the parent's seen record is not the subagent's
-    context, so nothing is remembered, and the (capped) view comes with each of its prompts."""
-    from intent_loop.intent.session_view import PRIVATE_NOTICE, session_context
-
-    place = ctx.place()
-    if place.kind == "unlinked" and not place.follows:  # the user's choice to make, not the subagent's
-        return
-    _task_id, text = session_context(ctx.state, ctx.paths, ctx.session, place=place)
-    if text is not None:
-        answer["context"] = text if text == PRIVATE_NOTICE else SUBAGENT_HEADER + "\n" + text
 
 
 def _guard_repair_job(ctx):
@@ -292,13 +275,20 @@ def continuity_item(ctx, state, *, explicit):
 def _unfinished(exc, ctx, watch, *, count):
     """The answer to commands whose run failed: "NOT recorded" while nothing reached the ledger; once
     their lines were written (a sync that failed or outlasted the hook's time, a failure after it),
-    "written, not confirmed", and the after-answer child puts the Guard file in line with what
-    was recorded, as the next Stop would, so Guard enforces this turn what the user typed."""
+    "written, not confirmed", and the after-answer child does what the commit did not get to: the
+    Guard file the ledger records (so Guard enforces this turn what the user typed) and the
+    removal of a private control an interrupted `on` or `new` left (as an exact retry would)."""
     from intent_loop.hook import prompt_answer
 
     if ctx is None or watch is None or not watch.is_written:
         return prompt_answer.failure_answer(exc, count=count)
-    ctx.after.hand_over(ctx.paths, lambda deadline: refresh_guard(ctx, deadline))
+
+    def controls(tx):
+        from intent_loop.intent.private_mode import repair_after_retry
+
+        repair_after_retry(ctx.paths, ctx.session, tx.state)
+
+    ctx.after.hand_over(ctx.paths, lambda deadline: refresh_guard(ctx, deadline, first=controls))
     return prompt_answer.unconfirmed_answer(exc, count=count)
 
 

@@ -9,6 +9,8 @@ from intent_loop.intent.views import HOOK_BUDGET, hook_view
 PRIVATE_NOTICE = ("intent-loop: this session is in private mode. Nothing from it is recorded and no stored "
                   "intent is shown; `intent: on` ends private mode.")
 OFF_NOTICE = "intent-loop is off for this session's task; `intent: on` turns it back on."
+SUBAGENT_HEADER = ("intent-loop: you run as a subagent of the user's session; what follows is the user's recorded "
+                   "intent for that session's task. Only the user changes it, by typing `intent:` commands.")
 # Codex 0.169.0 moves a hook's context above 2,500 "tokens" counted as UTF-8 bytes / 4 (10,000
 # bytes) into a file the model may never read (openai/codex PR #21069, measured in
 # tests/fixtures/codex-0.169.0/continuity/README.md). The 2,000-character view is 6,000 bytes of CJK
@@ -57,3 +59,17 @@ def session_context(state, paths, session_hash, *, place=None, now=None):
     if not has_active(task):
         return task_id, None
     return task_id, _view(state, task_id)
+
+
+def subagent_context(state, paths, session_hash, *, place):
+    """What a subagent's prompt is given, or None. Codex 0.169.0 sends a subagent's prompts through
+    UserPromptSubmit with `agent_id` and the PARENT's session_id
+    (tests/fixtures/codex-0.169.0/continuity/README.md), so the subagent is given what its parent
+    session sees. Read-only: the parent's seen record is not the subagent's context, so nothing is
+    remembered, and the (capped) view comes with each of its prompts."""
+    if place.kind == "unlinked" and not place.follows:  # the user's choice to make, not the subagent's
+        return None
+    _task_id, text = session_context(state, paths, session_hash, place=place)
+    if text is None or text == PRIVATE_NOTICE:
+        return text
+    return SUBAGENT_HEADER + "\n" + text
