@@ -319,11 +319,14 @@ class _Tmux:
 
 def diagnosis(env, workspace, codex_home, tmux=None):
     """What a failed real-Codex test prints: the TUI's screen, what intent-loop logged (its recent
-    events and doctor's hook failures), and the hook entries of Codex's own rollout files."""
+    events, doctor, the hook failure log), and the hook entries of Codex's own rollout files."""
     parts = [f"--- screen ---\n{tmux.screen()}"] if tmux is not None else []
-    for argv in (["log", "-n", "20"], ["doctor", "--json"]):
+    for argv in (["log", "-n", "20"], ["doctor"]):
         done = subprocess.run([str(CLI), *argv], cwd=workspace, env=env, capture_output=True, text=True, timeout=60)
         parts.append(f"--- intent-loop {' '.join(argv)} (exit {done.returncode}) ---\n{done.stdout}{done.stderr}")
+    failures = Path(env["INTENT_LOOP_DATA_DIR"], "logs", "hook-failures.jsonl")
+    if failures.is_file():  # content-free: codes, events and where each failed
+        parts.append("--- hook-failures.jsonl ---\n" + "\n".join(failures.read_text().splitlines()[-10:]))
     for rollout in sorted(glob.glob(os.path.join(codex_home, "sessions", "**", "rollout-*.jsonl"), recursive=True)):
         lines = [line for line in Path(rollout).read_text(errors="replace").splitlines() if "hook" in line.lower()]
         parts.append(f"--- {os.path.basename(rollout)}: lines naming a hook ---\n" + "\n".join(lines)[-6000:])
