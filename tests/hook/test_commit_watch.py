@@ -20,24 +20,27 @@ from intent_loop.storage import reading
 from intent_loop.storage.paths import project_paths, session_hash
 
 ROOT = Path(__file__).resolve().parents[2]
-# Makes the first call of platform.<seam> sleep `delay` seconds (a disk that stalls; the hook's
-# alarm interrupts the sleep as it would run right after a real sync returns) or raise EIO.
+# Makes the first call of `module.seam` for which `match` holds sleep `delay` seconds after it ran
+# (a disk that stalls; the hook's alarm interrupts the sleep as it would land right after a real
+# system call returns) or raise EIO.
 STALL = '''
 import sys
 sys.path[:0] = [{lib!r}]
-from intent_loop.base import platform as _platform
-_real, _calls, _delay = _platform.{seam}, [], {delay!r}
-def _stalled(*args):
-    _calls.append(1)
-    result = _real(*args)
-    if len(_calls) == 1:
+import importlib as _importlib
+_module = _importlib.import_module({module!r})
+_real, _calls, _delay = _module.{seam}, [], {delay!r}
+def _stalled(*args, **kwargs):
+    result = _real(*args, **kwargs)
+    if not _calls and ({match}):
+        _calls.append(1)
         if _delay is None:
             raise OSError(5, "Input/output error")
         import time as _time
         _time.sleep(_delay)
     return result
-_platform.{seam} = _stalled
+_module.{seam} = _stalled
 '''
+PLATFORM = "intent_loop.base.platform"
 
 
 def _payload(ws, turn, prompt):
@@ -45,12 +48,12 @@ def _payload(ws, turn, prompt):
             "model": "m", "permission_mode": "default", "transcript_path": None, "prompt": prompt}
 
 
-def _hook(tmp_path, ws, turn, prompt, *, seam=None, delay=None):
+def _hook(tmp_path, ws, turn, prompt, *, seam=None, delay=None, module=PLATFORM, match="True"):
     """(answer, seconds until the hook process exited) with `seam`'s first call stalled or failed."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
     code = code_for("UserPromptSubmit", lib=ROOT / "lib", root=ROOT)
     if seam is not None:
-        code = STALL.format(lib=str(ROOT / "lib"), seam=seam, delay=delay) + code
+        code = STALL.format(lib=str(ROOT / "lib"), module=module, seam=seam, delay=delay, match=match) + code
     started = time.monotonic()
     stdin = json.dumps(_payload(ws, turn, prompt)).encode()
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=stdin, capture_output=True, env=env,
@@ -142,3 +145,36 @@ def test_an_interrupted_on_still_ends_private_mode(tmp_path, ws):
     assert private_mode.read_control(paths, session_hash("s-1")) is None
     answer, _ = _hook(tmp_path, ws, "t-4", "intent: must keep the API")
     assert "recorded must" in answer["systemMessage"]
+
+
+@pytest.mark.parametrize("module, seam, match", [
+    (PLATFORM, "write_all", "b'\"event_hash\"' in bytes(args[1])"),  # appending to the ledger
+    ("intent_loop.base.fast_os", "replace", "str(args[1]).endswith('ledger.jsonl')"),  # creating it
+], ids=["append", "create"])
+def test_a_write_or_rename_the_disk_stalls_past_the_limit_is_noted_as_written(tmp_path, module, seam, match):
+    """The alarm is held back from the write (or the rename) until the lines are noted as written: a
+    call the disk stalls past the commit's limit completes (no signal cuts a write to a regular
+    file short), and the alarm that lands right after it finds the lines noted. The stall here is
+    4.2 s: past the 3.5 s limit, inside Codex's 5 s."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prompt, statement = "intent: goal ship the parser", "ship the parser"  # a new ledger: its first goal
+    if seam == "write_all":
+        _hook(tmp_path, ws, "t-1", prompt)
+        prompt, statement = "intent: must keep the API", "must: keep the API"
+    answer, seconds = _hook(tmp_path, ws, "t-2", prompt, module=module, seam=seam, delay=4.2, match=match)
+    assert "1 command written to the ledger but not confirmed (DEADLINE_EXCEEDED)" in answer["systemMessage"]
+    assert seconds >= 4.2  # the alarm waited for the stalled call and its note
+    assert statement in _recorded(tmp_path, ws)
+    assert statement.removeprefix("must: ") in _guard(ws)[1]
+
+
+def test_a_retry_of_a_recorded_prompt_that_fails_is_not_told_to_type_again(tmp_path, ws):
+    """Codex retries a prompt with the same turn and text: the retry finds its lines recorded, so a
+    failure after that (here the retry's repair of private controls, stalled past the deadline)
+    is answered "written", never "NOT recorded"."""
+    _hook(tmp_path, ws, "t-2", "intent: must keep the API")
+    answer, _ = _hook(tmp_path, ws, "t-2", "intent: must keep the API", module="intent_loop.intent.private_mode",
+                      seam="repair_after_retry", delay=6)
+    assert "written to the ledger but not confirmed (DEADLINE_EXCEEDED)" in answer["systemMessage"]
+    assert _recorded(tmp_path, ws) == ["must: keep the API", "ship the parser"]

@@ -1,5 +1,5 @@
 """Everything that differs between operating systems: kernel locks, durable syncs, positioned
-reads and writes, process identity, mount information.
+reads and writes, signal masks, process identity, mount information.
 
 Linux and macOS are supported. Windows would need msvcrt locking and its own directory-sync
 story; keeping every such call here is what lets that port stay one module. Each facility a
@@ -162,6 +162,26 @@ def fsync_directory(path):
         SYNCS["directory"] += 1
     finally:
         fast_os.close(fd)
+
+
+def hold_signals(names):
+    """Block the signals named in `names` ("SIGALRM", "SIGTERM", ...) until release_signals: a
+    handler that raises must not land between two steps that belong together (a lock's release, a
+    ledger write and the note that it happened). Returns the previous mask, or None where there is
+    no sigmask (Windows) or it is refused. A blocked signal is delivered at release."""
+    try:
+        import _signal  # the C module; loaded already in a hook (hook.runtime)
+
+        return _signal.pthread_sigmask(_signal.SIG_BLOCK, {getattr(_signal, name) for name in names})
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+
+
+def release_signals(previous):
+    if previous is not None:
+        import _signal
+
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, previous)
 
 
 def process_start_time(pid):

@@ -60,16 +60,22 @@ def append_durably(path, verified_fd, verified_length, data, *, on_written=None)
     with the partial tail left for the next mutation to quarantine), or DURABILITY_UNCERTAIN
     when every byte was written but the sync failed. `on_written()` runs once every byte is in
     the file, before the sync: from then on every reader sees the lines, so a caller interrupted
-    during the sync (a hook's deadline) must not call them "not recorded".
+    during the sync (a hook's deadline) must not call them "not recorded". SIGALRM (a hook's
+    deadline) is held back from the write until then: a write the disk stalls still completes, and
+    an alarm raised right after it would otherwise leave written lines unnoted.
     """
     fd = open_for_append(path, verified_fd, verified_length)
     try:
+        held = platform.hold_signals(("SIGALRM",)) if on_written is not None else None
         try:
-            write_all(fd, data)
-        except OSError as exc:
-            _cut_back(fd, verified_length, exc)
-        if on_written is not None:
-            on_written()
+            try:
+                write_all(fd, data)
+            except OSError as exc:
+                _cut_back(fd, verified_length, exc)
+            if on_written is not None:
+                on_written()
+        finally:
+            platform.release_signals(held)
         try:
             platform.sync_data(fd)
         except OSError as exc:

@@ -59,8 +59,9 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
     torn tail keeps the ledger's verified prefix without reading it into memory. `fill(fd)`
     writes the content itself instead of `data` (a streamed rewrite of the whole ledger), and
     `check(fd, filled)` runs on the synced temp file before the rename; either may raise to leave
-    `path` as it was. `on_replaced()` runs right after the rename, before the directory's sync
-    (see append.append_durably's `on_written`). Returns what `fill` returned.
+    `path` as it was. `on_replaced()` runs right after the rename, before the directory's sync,
+    with SIGALRM held back from the rename until then (see append.append_durably's `on_written`).
+    Returns what `fill` returned.
 
     Before the rename any failure leaves `path` byte-identical and no temp file behind
     (WRITE_FAILED). After the rename the new content is visible; if the directory sync then
@@ -84,7 +85,13 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
                 check(fd, filled)
         finally:
             fast_os.close(fd)
-        fast_os.replace(temp, path)
+        held = platform.hold_signals(("SIGALRM",)) if on_replaced is not None else None
+        try:  # the rename and its note together (see append.append_durably)
+            fast_os.replace(temp, path)
+            if on_replaced is not None:
+                on_replaced()
+        finally:
+            platform.release_signals(held)
     except OSError as exc:
         _remove_quietly(temp)
         raise IntentLoopError(ErrorCode.WRITE_FAILED,
@@ -92,8 +99,6 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
     except BaseException:
         _remove_quietly(temp)
         raise
-    if on_replaced is not None:
-        on_replaced()
     if not durable:
         return filled
     try:

@@ -237,11 +237,11 @@ class ProjectLock:
         SIGTERM and SIGINT are held back while it runs: a handler that raises (the hooks' fail-open
         handler exits) would otherwise leave the directory behind when the signal lands between its
         steps; they are delivered as soon as the lock is given back."""
-        blocked = _block_signals()
+        blocked = platform.hold_signals(("SIGTERM", "SIGINT"))
         try:
             self._release()
         finally:
-            _unblock_signals(blocked)
+            platform.release_signals(blocked)
 
     def _release(self):
         self._stop_keepalive()  # before the descriptor it touches is closed
@@ -269,22 +269,6 @@ class ProjectLock:
             if name.endswith(".tmp") and _is_being_prepared(path):
                 continue  # another waiter's prepared directory
             remove_lock_tree(path)
-
-
-def _block_signals():
-    try:
-        import _signal
-
-        return _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGTERM, _signal.SIGINT})
-    except (ImportError, AttributeError, OSError, ValueError):  # no sigmask here (Windows), or not allowed
-        return None
-
-
-def _unblock_signals(previous):
-    if previous is not None:
-        import _signal
-
-        _signal.pthread_sigmask(_signal.SIG_SETMASK, previous)
 
 
 class _Gate:

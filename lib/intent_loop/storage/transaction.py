@@ -33,8 +33,9 @@ class Transaction:
 
     `watch`: told when `append` starts writing (`watch.writing()`, past its last deadline check)
     and when the request's lines are in the ledger for every reader (`watch.written()`, before
-    their sync). A hook uses it to give the commit time to finish, and never to answer "not
-    recorded" for lines that were written (hook.runtime.CommitWatch).
+    their sync, or when `mutate` finds them recorded by an earlier try of the same request). A
+    hook uses it to give the commit time to finish, and never to answer "not recorded" for lines
+    that were written (hook.runtime.CommitWatch).
     """
 
     def __init__(self, paths, reducer, *, deadline, resume=None, hand_over=None, watch=None, _now=time.time):
@@ -379,6 +380,8 @@ def mutate(paths, reducer, *, request_id, operation, params, plan, deadline, aft
                     ErrorCode.REQUEST_ID_REUSED,
                     f"request id {request_id!r} was already used for a different operation; use a new id",
                 )
+            if watch is not None:  # an exact retry: its lines are in the ledger, whatever fails from here
+                watch.written()
             replay = Mutation(stored or former, replayed=True)
             if on_replay is not None:  # still under the lock: a retry may finish side effects (see callers)
                 on_replay(tx, replay)
