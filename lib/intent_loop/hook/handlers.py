@@ -243,7 +243,7 @@ def _run_prompt_commands(payload, runtime, prompt):
         if after.rescue is None:  # not CACHE_REBUILDING (nothing written, and its rebuild is queued)
             log_failure(runtime["env"], "UserPromptSubmit", "commands", exc)
         return _unfinished(exc, ctx, watch, count=len(commands))
-    after.on_failure = lambda exc: prompt_answer.recorded_answer(exc)
+    after.on_failure = prompt_answer.recorded_answer
     local_only = prompt_answer.is_local_only(prompt, commands)
     explicit = any(getattr(c, "verb", None) in _CHOOSES_TASK and c.kind == "manage" for c in commands)
     if local_only and not _is_steering(payload):
