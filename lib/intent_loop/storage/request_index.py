@@ -20,7 +20,7 @@ hook's after-answer child and the CLI run.
 
 from intent_loop.base import fast_os, platform
 from intent_loop.base.canonical import loads, sha256_hex
-from intent_loop.errors import IntentLoopError
+from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.line_hash import find_hash_field, recorded_hash
 
@@ -50,6 +50,18 @@ def _u64(data, at):
 
 def _p64(value):
     return value.to_bytes(8, "little")
+
+
+def _write_at(fd, data, offset):
+    """pwrite into the table; a failure (ENOSPC, EIO) is WRITE_FAILED, never a raw OSError (the
+    table is derived: `find` then scans, `record`'s caller asks for a rebuild)."""
+    try:
+        platform.pwrite(fd, data, offset)
+    except OSError as exc:
+        from intent_loop.storage.atomic import describe_os_error
+
+        raise IntentLoopError(ErrorCode.WRITE_FAILED,
+                              f"could not write the request index: {describe_os_error(exc)}") from exc
 
 
 class Table:
@@ -92,14 +104,14 @@ class Table:
         for pos in range(0, len(data), SLOT):
             found = data[pos : pos + 16]
             if found == key or found == _EMPTY:
-                platform.pwrite(self.fd, key + _p64(offset) + _p64(end), at + pos)
+                _write_at(self.fd, key + _p64(offset) + _p64(end), at + pos)
                 self.count += found == _EMPTY
                 return True
         return False
 
     def cover(self, end, line_start, last_hash):
         self.covered_end, self.covered_start, self.covered_hash = end, line_start, last_hash[:16].encode()
-        platform.pwrite(self.fd, self.header(), 0)
+        _write_at(self.fd, self.header(), 0)
 
     def is_crowded(self):
         return self.count * 2 > self.capacity
@@ -114,7 +126,11 @@ def _open(paths, *, create):
                 return None
             fd = fast_os.open(path, flags | fast_os.O_CREAT | fast_os.O_EXCL, 0o600)
             table = Table(fd, INITIAL_CAPACITY)
-            platform.pwrite(fd, table.header(), 0)
+            try:
+                _write_at(fd, table.header(), 0)
+            except IntentLoopError:
+                fast_os.close(fd)  # a headerless file reads as no table: the rebuild replaces it
+                raise
             return table
         fd = fast_os.open(path, flags)
     except (OSError, IntentLoopError):
@@ -180,6 +196,17 @@ def _catch_up(tx, table):
     return True
 
 
+def _caught_up(tx, table):
+    """_catch_up; a failed write into the table (a full disk) counts as a stale table: the ledger
+    is scanned, and the mutation goes on or fails on its own append."""
+    try:
+        return _catch_up(tx, table)
+    except IntentLoopError as exc:
+        if exc.code != ErrorCode.WRITE_FAILED:
+            raise
+        return False
+
+
 def _last_line_start(tx, gap):
     body = gap[:-1] if gap.endswith(b"\n") else gap
     return tx.verified.size - len(gap) + body.rfind(b"\n") + 1
@@ -202,7 +229,7 @@ def find(tx, request_id):
         return []
     table = _open(tx.paths, create=fast_os.path.isdir(tx.paths.cache_dir))
     try:
-        if table is not None and _vouches(tx, table) and _catch_up(tx, table):
+        if table is not None and _vouches(tx, table) and _caught_up(tx, table):
             tx.index_end = tx.verified.size
             span = table.lookup(_key(request_id))
             if table.is_crowded():
@@ -346,7 +373,7 @@ def rebuild(paths, fd, size, *, last_line_start, last_hash):
             if _write_table(temp, capacity, requests, size, last_line_start, last_hash):
                 fast_os.replace(temp, path)
                 return True
-        except OSError:
+        except (OSError, IntentLoopError):  # a full disk: no table; the next rebuild tries again
             pass
         try:
             fast_os.unlink(temp)
@@ -367,7 +394,7 @@ def _write_table(temp, capacity, requests, size, last_line_start, last_hash):
         if size:
             table.cover(size, last_line_start, last_hash)
         else:
-            platform.pwrite(fd, table.header(), 0)
+            _write_at(fd, table.header(), 0)
         return True
     finally:
         fast_os.close(fd)
