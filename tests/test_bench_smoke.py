@@ -70,6 +70,19 @@ def test_bench_ledger_quick_prints_its_tables(tmp_path):
     assert "target: verify / bare streaming loop" in out and "target: default timeline" in out
 
 
+def test_bench_commands_run_the_pinned_orjson_not_the_base_interpreters():
+    """The measured commands run the venv's base interpreter (measure.PYTHON), whose own
+    site-packages may hold no orjson (pyenv's 3.12 and 3.13) or another one (3.11's global): they
+    must import the pinned one, or the bare loop fails and verify silently measures stdlib JSON."""
+    from tests.bench import bench_commands, measure
+
+    code = bench_commands.PATHS + "import orjson; print(orjson.__file__)"
+    proc = subprocess.run([bench_commands.PYTHON, "-I", "-c", code, bench_commands.WITH_PINNED],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert Path(proc.stdout.strip()).is_relative_to(measure.PINNED_PACKAGES)
+
+
 @pytest.mark.skipif(not (DIST / "intent-loop-user-prompt").exists(), reason="dist/ is not built")
 def test_bench_hooks_quick_prints_its_targets(tmp_path):
     out = run_script("bench_hooks.py", "--quick", tmp_path=tmp_path)

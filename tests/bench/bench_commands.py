@@ -5,9 +5,9 @@ Run by `python3 build.py bench-ledger` (its `--parts commands`), or alone:
     python3 tests/bench/bench_commands.py [--size 100000] [--runs 2] [--rounds 5] [--quick]
 
 Each command is `intent-loop ...` run the way the CLI runs, from this tree's lib/ in a fresh
-interpreter with the pinned packages (`python3 -I -c`, so whatever engine is in the tree is
-what is measured; the binaries run the same code from a zip), in the workspace of a synthetic
-year of history (tests/bench/history.py). Rounds are interleaved with the floor
+interpreter with the pinned packages first on sys.path (`python3 -I -c`, so whatever engine is in
+the tree is what is measured; the binaries run the same code from a zip), in the workspace of a
+synthetic year of history (tests/bench/history.py). Rounds are interleaved with the floor
 `python3 -I -S -c pass`; ratios are medians to the median floor of the same run. Commands that
 change the project (import, delete claim) get the pristine project back before every round.
 
@@ -40,20 +40,22 @@ from intent_loop.storage import (
     reading,
 )
 
-PYTHON = os.path.realpath(sys.executable)
-CLI = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from intent_loop.cli.main import main; "
-       "sys.exit(main(sys.argv[1:]))")
+PYTHON = measure.PYTHON
+# argv[1]: the directories to put first on sys.path (lib/, and the pinned packages unless measuring
+# without them), joined by os.pathsep
+PATHS = "import os, sys; sys.path[:0] = sys.argv.pop(1).split(os.pathsep)\n"
+CLI = PATHS + "from intent_loop.cli.main import main; sys.exit(main(sys.argv[1:]))"
+WITH_PINNED = os.pathsep.join((str(LIB), measure.PINNED_PACKAGES))
 TARGET_VERIFY_VS_LOOP, TARGET_RSS, TARGET_TIMELINE = 1.3, 100 * 10**6, 1.2
 
-BARE_LOOP = """\
-import hashlib, sys
-sys.path.insert(0, sys.argv[1])
+BARE_LOOP = PATHS + """\
+import hashlib
 import orjson
 from intent_loop.intent.state import REDUCER
 
 FIELD = b',"event_hash":"'
 state, prev, count = REDUCER.initial(), None, 0
-with open(sys.argv[2], "rb") as fh:
+with open(sys.argv[1], "rb") as fh:
     rest = b""
     while True:
         chunk = fh.read(1 << 20)
@@ -96,7 +98,7 @@ class Project:
         os.sync()  # the copy's writeback must not land inside the measured command
 
     def cli(self, *args):
-        return measure.run([PYTHON, "-I", "-c", CLI, str(LIB), *args], env=self.env, cwd=str(self.workspace))
+        return measure.run([PYTHON, "-I", "-c", CLI, WITH_PINNED, *args], env=self.env, cwd=str(self.workspace))
 
     def cli_without_orjson(self, *args):
         """The same command with no site directory, so orjson cannot be imported: the standard
@@ -151,7 +153,7 @@ def run(*, size=100_000, small=10, runs=2, rounds=5, verify_baseline=None):
         if exported.returncode != 0:
             raise SystemExit(f"bench: export for the import case failed: {exported.stderr[-500:]!r}")
         claim = newest_claim(big.paths)
-        bare = [PYTHON, "-I", "-c", BARE_LOOP, str(LIB), big.paths.ledger]
+        bare = [PYTHON, "-I", "-c", BARE_LOOP, WITH_PINNED, big.paths.ledger]
         checked = measure.run(bare)
         if checked.returncode != 0 or int(checked.stdout) != size:
             raise SystemExit(f"bench: the bare loop did not read {size} events: {checked.stderr[-500:]!r}")

@@ -37,7 +37,6 @@ import resource
 import shutil
 import statistics
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -55,9 +54,9 @@ from intent_loop.storage import paths as paths_mod  # noqa: E402
 from intent_loop.storage import reading, sealing, transaction  # noqa: E402
 from intent_loop.storage.atomic import replace_atomically  # noqa: E402
 
-PYTHON = os.path.realpath(sys.executable)  # never a pyenv shim: that alone costs ~74 ms
+PYTHON = measure.PYTHON  # never a pyenv shim: that alone costs ~74 ms
 # The pinned packages (orjson) a built hook carries in its zip; -S would drop them.
-SITE_PACKAGES = sysconfig.get_paths()["purelib"]
+SITE_PACKAGES = measure.PINNED_PACKAGES
 WARMUP_ROUNDS = 3
 OPERATION = "bench.append"
 TARGET_APPEND_RATIO = 1.3

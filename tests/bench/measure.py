@@ -32,6 +32,15 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
+
+# Every measured process runs the interpreter behind the bench's own (a venv's bin/python3 is a
+# symlink to it), as a hook's launcher would: never a venv wrapper or a pyenv shim.
+PYTHON = os.path.realpath(sys.executable)
+# That interpreter's own site-packages are not the venv's: they may lack the pinned packages
+# (orjson) entirely (pyenv's 3.12 and 3.13 here) or hold other versions (3.11 here has a global
+# orjson, which hid the difference). A measured process that needs them puts this first on sys.path.
+PINNED_PACKAGES = sysconfig.get_paths()["purelib"]
 
 SPAWNER = r"""
 import json, os, select, sys, time
@@ -100,8 +109,7 @@ _SPAWNER = None
 def _spawner():
     global _SPAWNER
     if _SPAWNER is None:
-        python = os.path.realpath(sys.executable)
-        _SPAWNER = subprocess.Popen([python, "-I", "-S", "-c", SPAWNER], stdin=subprocess.PIPE,
+        _SPAWNER = subprocess.Popen([PYTHON, "-I", "-S", "-c", SPAWNER], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, text=True, encoding="utf-8")
     return _SPAWNER
 
