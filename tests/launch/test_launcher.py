@@ -157,10 +157,11 @@ def test_the_python_launcher_puts_the_runtime_under_the_data_root(tmp_path):
     expected = str(tmp_path / "data" / "runtime" / build_id)
     assert launcher.runtime_root(env, binary, build_id, is_hook=True) == expected
     assert launcher.runtime_root({}, binary, build_id, is_hook=True) is None  # a hook without a root answers at once
-    # the command line does not create a data root: it runs from a private temporary runtime instead
-    private = launcher.runtime_root(dict(env, TMPDIR=str(tmp_path)), binary, build_id, is_hook=False)
-    assert private == str(tmp_path / f"intent-loop-runtime-{os.getuid()}" / build_id)
+    # the command line does not create a data root: it runs from the binary's own zip instead
+    assert launcher.runtime_root(dict(env, TMPDIR=str(tmp_path)), binary, build_id, is_hook=False) is None
     assert not (tmp_path / "data").exists()
+    (tmp_path / "data").mkdir()
+    assert launcher.runtime_root(env, binary, build_id, is_hook=False) == expected
 
 
 # -- the launcher as built --------------------------------------------------------------------

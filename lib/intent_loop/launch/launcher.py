@@ -1,4 +1,5 @@
-"""The launcher's long way: find the data root in Python, then import from the runtime or extract it.
+"""The launcher's long way: find the data root in Python, then import from the runtime or extract it
+(before the data root exists, the command line and the server import from the binary's own zip).
 
 The /bin/sh prefix runs this when it cannot settle the data root itself (PLUGIN_DATA, a
 plugin-cache path, a symlinked binary, a relative override) or finds no complete runtime.
@@ -22,8 +23,11 @@ def run(build_id, module, function, *, is_hook):
     binary = os.path.realpath(sys.argv[1])
     args = sys.argv[2:]
     root = runtime_root(os.environ, binary, build_id, is_hook=is_hook)
-    if root is None:  # a hook with no data root at all has nothing to do
+    if root is None and is_hook:  # a hook with no data root at all has nothing to do
         _broken_quietly()
+    if root is None:
+        run_from_zip(binary, args, module, function)
+        return
     root = repaired(root, is_hook=is_hook)
     site_packages = os.path.join(root, os.path.basename(binary) + "_" + build_id, "site-packages")
     if os.path.isfile(os.path.join(site_packages, MARKER)):
@@ -34,12 +38,14 @@ def run(build_id, module, function, *, is_hook):
 
 
 def repaired(root, *, is_hook):
-    """`root` (<data root>/runtime/<build id>) with whatever non-directory stands at it or at its
-    parent (a file, a symlink, a FIFO) moved aside, so the next extraction can proceed and nothing
-    is extracted through a link. When that is impossible: a hook answers fail-open, the command
-    line says RUNTIME_BROKEN and what to do."""
+    """`root` (<data root>/runtime/<build id>) with whatever is not our own directory at it or at
+    its parent (a file, a symlink, a FIFO, another user's directory) moved aside, so the next
+    extraction can proceed and nothing is extracted through a link or imported from a directory
+    someone else can write. When that is impossible: a hook answers fail-open, the command line
+    says RUNTIME_BROKEN and what to do."""
     for path in (os.path.dirname(root), root):
-        if not os.path.lexists(path) or (os.path.isdir(path) and not os.path.islink(path)):
+        if not os.path.lexists(path) or (os.path.isdir(path) and not os.path.islink(path)
+                                         and os.lstat(path).st_uid == os.getuid()):
             continue
         try:
             os.rename(path, f"{path}.broken-{os.urandom(4).hex()}")
@@ -59,35 +65,32 @@ def _broken_quietly():
 def _broken(path, is_hook):
     if is_hook:
         _broken_quietly()
-    sys.exit(f"intent-loop: RUNTIME_BROKEN: {path} is not a directory and could not be moved aside; "
+    sys.exit(f"intent-loop: RUNTIME_BROKEN: {path} is not a directory of ours and could not be moved aside; "
              "remove it, then run the command again")
 
 
 def runtime_root(env, binary, build_id, *, is_hook):
-    """<data root>/runtime/<build id>, or None for a hook without a data root. The CLI uses a
-    private temporary runtime until the data root exists, so a dry run creates nothing there."""
+    """<data root>/runtime/<build id>, or None: for a hook without a data root, and for the command
+    line and the server until the data root exists (so a dry run creates nothing there)."""
     try:
         found = find_data_root(env, binary)
     except ValueError:
         found = None
     if found and (is_hook or os.path.isdir(found[0])):
         return os.path.join(found[0], "runtime", build_id)
-    if is_hook:
-        return None
-    return os.path.join(private_runtime_dir(env), build_id)
+    return None
 
 
-def private_runtime_dir(env):
-    path = os.path.join(env.get("TMPDIR") or "/tmp", f"intent-loop-runtime-{os.getuid()}")
-    try:
-        os.makedirs(path, 0o700, exist_ok=True)
-    except OSError as exc:
-        sys.exit(f"intent-loop: WRITE_FAILED: cannot create the runtime directory {path} ({exc.strerror}); "
-                 "free disk space or set TMPDIR, then run the command again")
-    st = os.lstat(path)
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(path) or os.path.islink(path):
-        sys.exit(f"intent-loop: unsafe runtime directory {path}; set CODEX_HOME or INTENT_LOOP_DATA_DIR")
-    return path
+def run_from_zip(binary, args, module, function):
+    """Call the entry point imported straight from the binary's own zip (zipimport finds the
+    archive behind the /bin/sh prefix), writing nothing anywhere: no runtime extracted, no bytecode.
+    Nothing is imported from a directory another program could have filled (a temporary directory
+    is writable by the agent). orjson, a C extension zipimport cannot load, gives way to the
+    standard library's JSON (base/json_engine.py)."""
+    sys.dont_write_bytecode = True
+    sys.argv = [binary] + args
+    sys.path[0:0] = [os.path.join(binary, "site-packages")]
+    getattr(__import__(module, fromlist=[function]), function)()
 
 
 # Unpacked, a binary takes about six times its size (measured: a 390 KB binary, 2.3 MB runtime).
