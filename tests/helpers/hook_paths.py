@@ -30,7 +30,9 @@ PATH_MODULES = {
     # the child, which Codex does not wait for). Splitting modules for size and by job (issues 23
     # and 26: claim_records, base/, storage/cache/, reading, event_types, seen_record, context,
     # cache_source, lazy_map) added to them; tests/bench/import_cost.py measures what that costs.
-    "SessionStart resume": 37,  # issue 26: the receipts' module (hook.prompt_answer) only for a notice
+    # issue 26: the receipts' module (hook.prompt_answer) only for a notice; issue 33: +1, hook.exposure
+    # (whether this session lies outside the threat model: one /proc walk and a config.toml read)
+    "SessionStart resume": 38,
     "prompt without commands": 37,
     # issue 27: a command prompt forks a child to finish its transaction's derived work after the
     # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split

@@ -16,7 +16,9 @@ PRINT_MODULES = 'print("\\n@@" + repr(sorted(sys.modules)))'
 UNLINKED_SESSION_START = (
     "intent_loop", "intent_loop.base", "intent_loop.base.canonical", "intent_loop.base.data_root",
     "intent_loop.base.fast_os", "intent_loop.base.platform", "intent_loop.base.timestamps",
-    "intent_loop.errors", "intent_loop.hook", "intent_loop.hook.context", "intent_loop.hook.handlers",
+    "intent_loop.errors", "intent_loop.hook", "intent_loop.hook.context",
+    "intent_loop.hook.exposure",  # the threat model's once-a-session check (issue 33): a few small reads
+    "intent_loop.hook.handlers",
     "intent_loop.hook.runtime", "intent_loop.hook.seen_record",  # hook.prompt_answer: only for a notice
     "intent_loop.intent", "intent_loop.intent.cache_source", "intent_loop.intent.claim_records",
     "intent_loop.intent.claim_verbs", "intent_loop.intent.claims", "intent_loop.intent.continuity",

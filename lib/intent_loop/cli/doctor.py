@@ -172,6 +172,18 @@ def _interpreter_check():
     return _check("interpreter", not problems, f"{detail}; {here}", "rebuild with `python3 build.py`")
 
 
+def _sandbox_check(env, root, *, here):
+    """The threat model's limits that a terminal can see (docs/security.md): config.toml's sandbox
+    (a flag given to one Codex run is seen only by that run's hooks) and this folder's contents."""
+    from intent_loop.hook import exposure
+    from intent_loop.ops.receipts import exposure_text
+
+    reasons = [exposure.UNSANDBOXED] if exposure.config_sandbox_mode(env) == exposure.FULL_ACCESS else []
+    reasons += exposure.workspace_exposures(env, project_root=here, data_root=root)
+    return _check("sandbox", not reasons, exposure_text(reasons) or "config.toml keeps Codex's sandbox, and this "
+                  "folder holds neither your home folder nor the data root", "see docs/security.md")
+
+
 def _lock_residue(project_dir):
     try:
         return sorted(n for n in os.listdir(project_dir) if n == "ledger.lock" or n.startswith("ledger.lock."))
@@ -281,6 +293,7 @@ def cmd_doctor(args, console):
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
     checks.extend(_install_checks(console.env, root))
     checks.append(_interpreter_check())
+    checks.append(_sandbox_check(console.env, root, here=console.cwd))
     if root is not None:
         checks.append(_runtime_check(root))
     old = old_runtimes(console)

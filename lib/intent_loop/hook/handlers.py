@@ -39,11 +39,14 @@ def session_start(payload, runtime):
 
         notice = PREFIX + moved_notice(ctx.state, ctx.paths, place, known=place.linked)
     text = "\n".join(part for part in (notice, view) if part)
-    if not text:
-        return None
-    if place.linked is not None:  # an unlinked session writes nothing, not even its seen record
-        ctx.seen.remember_view(view or "", ctx.state)
-    return {"context": text}
+    from intent_loop.hook.exposure import exposure_notice
+
+    answer = {"system_message": exposure_notice(payload, ctx.env, ctx.paths)}
+    if text:
+        answer["context"] = text
+        if place.linked is not None:  # an unlinked session writes nothing, not even its seen record
+            ctx.seen.remember_view(view or "", ctx.state)
+    return answer
 
 
 # -- UserPromptSubmit ----------------------------------------------------------------------

@@ -143,7 +143,7 @@ def render_answer(event_name, answer):
     if context and event_name in _EVENTS_WITH_CONTEXT:
         out["hookSpecificOutput"] = {"hookEventName": event_name, "additionalContext": context}
     message = answer.get("system_message") if answer else None
-    if message and event_name == "UserPromptSubmit":
+    if message and event_name in _EVENTS_WITH_CONTEXT:  # the TUI shows both as `↳ Hook · <text>`
         out["systemMessage"] = message
     block = answer.get("block_reason") if answer else None
     if block and event_name == "UserPromptSubmit":  # Codex shows the reason and makes no model request

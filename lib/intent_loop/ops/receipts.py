@@ -222,3 +222,25 @@ class Receipt:
 
     def projection_may_have_changed(self):
         return any(e["event_type"] in REPUBLISHES for e in self.events)
+
+
+# Where this session lies outside the threat model (hook/exposure.py; docs/security.md): told to the
+# user once a session, at SessionStart, and by doctor's `sandbox` check. Each says what the agent can
+# do there and how to leave that state.
+EXPOSURES = {
+    "unsandboxed": ("this Codex runs without its sandbox (danger-full-access or --yolo): the agent can rewrite "
+                    "intent-loop's data, what it runs and the Guard file, so your recorded intent is only as "
+                    "safe as the agent is careful; run Codex with its default sandbox to keep them out of reach"),
+    "workspace_holds_home": ("this workspace contains your home folder, so the agent may write where intent-loop "
+                             "keeps your intent and what it runs; open Codex in a project folder instead"),
+    "workspace_holds_data_root": ("this workspace contains intent-loop's data root, so the agent may rewrite your "
+                                  "recorded intent; open Codex in a project folder, or set INTENT_LOOP_DATA_DIR "
+                                  "outside the workspace"),
+}
+
+
+def exposure_text(reasons):
+    """The once-a-session line for the reasons hook.exposure found (none: None)."""
+    if not reasons:
+        return None
+    return "intent-loop: not protected here: " + "; and ".join(EXPOSURES[reason] for reason in reasons)

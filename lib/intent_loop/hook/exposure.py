@@ -1,0 +1,155 @@
+"""Where this session lies outside the threat model (docs/security.md): the agent may write what
+intent-loop keeps out of its reach, so the user is told, and doctor says the same.
+
+The model assumes Codex's sandbox confines the agent to the workspace and the temp directories.
+It does not hold when Codex runs without one (`--dangerously-bypass-approvals-and-sandbox`,
+`--yolo`, `--sandbox danger-full-access`, `sandbox_mode = "danger-full-access"`), or when the
+workspace contains the home folder or the data root. Codex tells a hook neither: its payload's
+`permission_mode` follows the approval policy, not the sandbox (every `codex exec` sends
+"bypassPermissions", sandboxed or not: seen with 0.169.0), and its environment names no sandbox.
+So the sandbox is read where Codex reads it: the command line of the Codex process that started
+this hook (Linux: /proc; elsewhere unknown), else config.toml. A mode switched inside the TUI
+(`/approvals`, "Full Access") is seen by neither: docs/security.md says so.
+"""
+from intent_loop.base import fast_os
+
+UNSANDBOXED = "unsandboxed"
+HOLDS_HOME = "workspace_holds_home"
+HOLDS_DATA_ROOT = "workspace_holds_data_root"
+FULL_ACCESS = "danger-full-access"
+_BYPASS_FLAGS = ("--dangerously-bypass-approvals-and-sandbox", "--yolo")
+_SANDBOX_FLAGS = ("-s", "--sandbox")
+_ANCESTORS = 4  # hook launcher <- sh -c <- codex (native) <- node wrapper: the Codex process is near
+_CMDLINE_CAP = 64 << 10
+_CONFIG_CAP = 1 << 20
+
+
+def session_exposures(env, *, project_root, data_root, _proc="/proc"):
+    """The reasons (UNSANDBOXED, HOLDS_HOME, HOLDS_DATA_ROOT) this session is outside the model."""
+    found = [UNSANDBOXED] if sandbox_mode(env, _proc=_proc) == FULL_ACCESS else []
+    return found + workspace_exposures(env, project_root=project_root, data_root=data_root)
+
+
+def workspace_exposures(env, *, project_root, data_root):
+    """HOLDS_HOME or HOLDS_DATA_ROOT when the workspace contains that folder (the home folder holds
+    the default data root, so one reason is enough)."""
+    found = []
+    home = env.get("HOME")
+    if home and fast_os.path.isabs(home) and _contains(project_root, home):
+        found.append(HOLDS_HOME)
+    elif data_root and _contains(project_root, data_root):
+        found.append(HOLDS_DATA_ROOT)
+    return found
+
+
+def _contains(outer, inner):
+    """Whether `inner` is `outer` or lies below it, by real paths."""
+    outer, inner = fast_os.path.realpath(outer), fast_os.path.realpath(inner)
+    return inner == outer or inner.startswith(outer.rstrip(fast_os.sep) + fast_os.sep)
+
+
+def sandbox_mode(env, *, _proc="/proc"):
+    """The sandbox mode of the Codex that runs this hook: its command line wins over config.toml,
+    as in Codex; None when neither names one."""
+    return argv_sandbox_mode(codex_argv(_proc=_proc)) or config_sandbox_mode(env)
+
+
+def codex_argv(*, _proc="/proc"):
+    """The argv of the nearest ancestor process that is Codex, or None (no /proc, none found)."""
+    pid = "self"
+    for _ in range(_ANCESTORS):
+        pid = _parent_pid(_proc, pid)
+        if pid is None or pid <= 1:
+            return None
+        argv = _read(f"{_proc}/{pid}/cmdline", _CMDLINE_CAP)
+        if argv is None:
+            return None
+        args = [arg.decode("utf-8", "replace") for arg in argv.split(b"\0") if arg]
+        if any(fast_os.path.basename(arg) == "codex" for arg in args[:2]):
+            return args
+    return None
+
+
+def _parent_pid(proc, pid):
+    stat = _read(f"{proc}/{pid}/stat", 4096)
+    if stat is None:
+        return None
+    fields = stat.rpartition(b")")[2].split()  # the command name may hold spaces and parentheses
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def argv_sandbox_mode(args):
+    """The mode Codex's own flags give: the bypass flags, `-s/--sandbox MODE`, `--full-auto` and a
+    `-c sandbox_mode=...` override; None when they name none."""
+    mode = None
+    for index, arg in enumerate(args or ()):
+        if arg in _BYPASS_FLAGS:
+            return FULL_ACCESS
+        if arg in _SANDBOX_FLAGS and index + 1 < len(args):
+            mode = args[index + 1]
+        elif arg.startswith("--sandbox="):
+            mode = arg.partition("=")[2]
+        elif arg == "--full-auto":
+            mode = "workspace-write"
+        elif arg.startswith("sandbox_mode=") and index and args[index - 1] in ("-c", "--config"):
+            mode = _toml_string(arg.partition("=")[2])
+    return mode
+
+
+def config_sandbox_mode(env):
+    """config.toml's `sandbox_mode`, top level or in the profile it selects, by a line scan (no TOML
+    parser on a hook path): None when absent or unreadable."""
+    home = env.get("CODEX_HOME")
+    if not home:
+        user_home = env.get("HOME")
+        home = user_home and fast_os.path.join(user_home, ".codex")
+    if not home or not fast_os.path.isabs(home):
+        return None
+    data = _read(fast_os.path.join(home, "config.toml"), _CONFIG_CAP)
+    if data is None:
+        return None
+    table, values = "", {}
+    for raw in data.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            table = line.strip("[] ")
+        elif "=" in line and not line.startswith("#"):
+            key, _eq, value = line.partition("=")
+            values[(table, key.strip())] = _toml_string(value)
+    profile = values.get(("", "profile"))
+    return values.get((f"profiles.{profile}", "sandbox_mode")) or values.get(("", "sandbox_mode"))
+
+
+def _toml_string(value):
+    value = value.split("#", 1)[0].strip()
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
+
+
+def _read(path, cap):
+    """At most `cap` bytes of a regular file or a /proc entry, never following a FIFO; None on error."""
+    try:
+        fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return fast_os.read(fd, cap)
+    except OSError:
+        return None
+    finally:
+        fast_os.close(fd)
+
+
+def exposure_notice(payload, env, paths):
+    """The line SessionStart shows the user when this session is outside the model, else None.
+    Once a session: a compaction continues a session already told."""
+    if payload.get("source") == "compact":
+        return None
+    reasons = session_exposures(env, project_root=paths.root, data_root=paths.data_root)
+    if not reasons:
+        return None
+    from intent_loop.ops.receipts import exposure_text  # only then: the receipts' module costs a start
+
+    return exposure_text(reasons)
