@@ -5,6 +5,8 @@
     python3 build.py plugin     (re)write the local marketplace dist/marketplace/ from dist/'s binaries
                                 (building them first when one is missing)
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
+    python3 build.py test-other-pythons   the fast tests (no e2e, slow or dist/ tests) under each other
+                                CPython 3.11-3.13 on the machine, each in .cache/venv-3.X/ (CI runs it after test)
     python3 build.py demo       set up, build, run the main job on an embedded sample
     python3 build.py bench      hook and MCP server ratios against `python3 -I -S -c pass` at 1,000 /
                                 10,000 / 100,000 events, with bytes written and peak RSS (--quick: a smoke run)
@@ -377,6 +379,91 @@ def cmd_test(args):
     return result.returncode
 
 
+# -- the fast tests under the other supported Pythons ----------------------------------------
+SUPPORTED_MINORS = (11, 12, 13)
+# No real host (e2e), no long runs (slow), and nothing behind a skip condition: that is every test
+# of dist/'s binaries, which bake in the interpreter that built them (this one), and a few that need
+# root or Linux's /proc. What is left is the library and its source-run paths, ~4/5 of the suite.
+FAST_TESTS = ("-m", "not e2e and not slow and not skipif")
+
+
+def other_pythons():
+    """One CPython per supported minor version other than this one: pyenv's newest, else
+    python3.X on PATH; a candidate that does not run, or is another version (a pyenv shim of a
+    version not selected), is passed over."""
+    import glob
+
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = []
+    for minor in SUPPORTED_MINORS:
+        if minor == sys.version_info.minor:
+            continue
+        pattern = os.path.join(pyenv, "versions", f"3.{minor}.*", "bin", f"python3.{minor}")
+        by_patch = sorted(glob.glob(pattern), key=lambda p: [int(n) for n in Path(p).parents[1].name.split(".")
+                                                              if n.isdigit()])
+        candidates = by_patch[::-1] + [p for p in [shutil.which(f"python3.{minor}")] if p]
+        for candidate in candidates:
+            if _runs_cpython(candidate, minor):
+                found.append((minor, candidate))
+                break
+    return found
+
+
+def _runs_cpython(python, minor):
+    code = "import sys; print(sys.implementation.name, sys.version_info.minor)"
+    try:
+        done = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.split() == ["cpython", str(minor)]
+
+
+def other_venv(python, minor):
+    """.cache/venv-3.X/ with the pinned dev dependencies, reused while they and the interpreter match."""
+    venv = CACHE / f"venv-3.{minor}"
+    python_in_venv = venv / "bin" / "python3"
+    stamp, reqs = venv / ".intent-loop-deps", dev_requirements()
+    version = subprocess.run([python, "-I", "-S", "-c", "import sys; print(sys.version)"], capture_output=True,
+                             text=True, check=True).stdout
+    text = hashlib.sha256("\n".join([*reqs, version, os.path.realpath(python)]).encode()).hexdigest()
+    if python_in_venv.exists() and stamp.exists() and stamp.read_text() == text:
+        return python_in_venv
+    run([python, "-m", "venv", "--clear", venv])
+    run([python_in_venv, "-m", "pip", "install", "--disable-pip-version-check", "-q", *reqs])
+    stamp.write_text(text)
+    return python_in_venv
+
+
+def cmd_test_other_pythons(args):
+    """The fast tests (FAST_TESTS, then any pytest arguments) under each other CPython 3.11-3.13
+    on this machine, each in its own venv; prints how long each took. CI runs it after `test`."""
+    import time
+
+    pythons = other_pythons()
+    if not pythons:
+        print(f"build.py: no other CPython 3.11-3.13 on this machine (pyenv versions, python3.X on PATH); "
+              f"only {sys.version.split()[0]} was tested", flush=True)
+        return 0
+    failed = []
+    for minor, python in pythons:
+        started = time.monotonic()
+        try:
+            venv = other_venv(python, minor)
+        except subprocess.CalledProcessError as exc:  # e.g. Debian's python3.X without python3.X-venv
+            print(f"build.py: 3.{minor} ({python}): NOT TESTED, its venv cannot be set up ({exc})", flush=True)
+            continue
+        ready = time.monotonic()
+        result = subprocess.run([str(venv), "-m", "pytest", "-q", *FAST_TESTS, *args], cwd=ROOT)
+        verdict = "passed" if result.returncode == 0 else f"FAILED (pytest exit {result.returncode})"
+        print(f"build.py: fast tests under 3.{minor} ({os.path.realpath(python)}): {verdict} in "
+              f"{time.monotonic() - ready:.0f} s (+{ready - started:.0f} s for its venv)", flush=True)
+        if result.returncode != 0:
+            failed.append(f"3.{minor}")
+    if failed:
+        print(f"build.py: the fast tests failed under {', '.join(failed)}", flush=True)
+    return 1 if failed else 0
+
+
 def cmd_demo(args):
     cmd_build([])
     result = subprocess.run([str(DIST / "intent-loop"), "demo", *args], cwd=ROOT)
@@ -404,6 +491,7 @@ COMMANDS = {
     "build": cmd_build,
     "plugin": cmd_plugin,
     "test": cmd_test,
+    "test-other-pythons": cmd_test_other_pythons,
     "demo": cmd_demo,
     "bench": cmd_bench,
     "bench-ledger": cmd_bench_ledger,
