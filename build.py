@@ -264,8 +264,20 @@ def write_plugin_hooks():
     return PLUGIN_HOOKS
 
 
+def baked_python():
+    """The interpreter the binaries name: this one, when it passes the launchers' location rules
+    (launch/python_place.py; the cwd is checked again at every run), else none (they search)."""
+    from intent_loop.launch.python_place import choose
+
+    python, why = choose(os.path.realpath(sys.executable), cwd=None, env=os.environ)
+    if python is None:
+        print(f"build.py: the binaries name no interpreter and search at run time: {why}", flush=True)
+        return ""
+    return python
+
+
 def build_all():
-    python = os.path.realpath(sys.executable)
+    python = baked_python()
     stage = CACHE / "build" / "site-packages"
     stage_site_packages(stage)
     DIST.mkdir(exist_ok=True)

@@ -19,6 +19,7 @@ import pytest
 
 from helpers.dist import requires_dist
 from intent_loop.launch.binaries import BINARIES
+from intent_loop.launch.python_place import read_record
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_LAUNCHER = ROOT / "hooks" / "intent-loop"
@@ -54,11 +55,11 @@ def payload(event, session="s-1", **extra):
 
 
 @pytest.fixture
-def place(tmp_path, isolated_home):
-    """(env, data_root, bin_dir, workspace): a data root, a PATH of one private directory plus the
-    system's, and a project."""
+def place(tmp_path, isolated_home, trusted_dir):
+    """(env, data_root, bin_dir, workspace): a data root, a PATH of one private directory (outside the
+    temp directories, which the location rules refuse) plus the system's, and a project."""
     data_root = tmp_path / "data"
-    bin_dir = tmp_path / "bin"
+    bin_dir = trusted_dir / "bin"
     bin_dir.mkdir()
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -79,7 +80,8 @@ def hook(env, entry="session-start", event="SessionStart", prefix=(), **fields):
 
 
 def cached(data_root):
-    return (data_root / "runtime" / "python").read_text().strip()
+    """The interpreter the launchers recorded (runtime/python-record)."""
+    return read_record(str(data_root))["py"]
 
 
 def hiding(*paths):
@@ -216,7 +218,7 @@ def test_no_python_a_hook_says_so_once_a_session_and_the_command_line_says_why(p
     assert hook(env, "user-prompt", "UserPromptSubmit", session="s-2", prefix=hide)["systemMessage"] == NO_PYTHON
     done = run([SOURCE_LAUNCHER, "cli", "status"], env, cwd=workspace, prefix=hide)
     assert done.returncode == 1 and done.stderr.strip() == f"intent-loop: PYTHON_NOT_FOUND: {NO_PYTHON[30:]}"
-    assert not (data_root / "runtime" / "python").exists()
+    assert read_record(str(data_root)) is None
 
 
 @needs_namespace
@@ -235,7 +237,7 @@ def test_a_binary_whose_builders_interpreter_is_gone_runs_with_another_or_says_w
     verify = run([DIST / "intent-loop", "verify", "--json"], env, cwd=workspace, prefix=hide)
     assert verify.returncode == 0 and json.loads(verify.stdout)["ok"] is True, verify.stderr  # the stdlib JSON engine
     (bin_dir / "python3").unlink()
-    (data_root / "runtime" / "python").unlink()
+    (data_root / "runtime" / "python-record").unlink()
     hide_all = hiding(covered, *system_pythons())
     done = run([DIST / "intent-loop-stop"], env, payload("Stop", session="s-9"), prefix=hide_all)
     assert done.returncode == 0 and json.loads(done.stdout) == {"continue": True, "systemMessage": NO_PYTHON}

@@ -100,7 +100,7 @@ def test_the_shell_picks_the_data_root_find_data_root_picks_or_none(homes):
 def _source_root_block():
     """The source launcher's (hooks/intent-loop) own copy of the rule: from `$0` to `root`."""
     text = (ROOT / "hooks" / "intent-loop").read_text()
-    return text[text.index("case $0 in\n"):text.index("\ncache=\n")] + "\n"
+    return text[text.index("case $0 in\n"):text.index("\n# The interpreter (launch/find_python.sh")] + "\n"
 
 
 def test_the_source_launcher_picks_the_data_root_find_data_root_picks(homes):
@@ -172,11 +172,19 @@ def _prefix(binary):
 
 @pytest.fixture(scope="module")
 def fake_python(tmp_path_factory):
-    """An interpreter stand-in that records the arguments the shell passes it."""
+    """An interpreter stand-in that records the arguments the shell passes it, as a JSON object (a hook's
+    launcher passes on nothing else). INTENT_LOOP_PYTHON is used as given, wherever it lies."""
     path = tmp_path_factory.mktemp("fake") / "python"
-    path.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    path.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps({{'argv': sys.argv[1:]}}))\n")
     path.chmod(0o755)
     return str(path)
+
+
+GUARD_END = "    except OSError:pass\n"  # the last line of find_python.sh's guard_code
+
+
+def _argv(done):
+    return json.loads(done.stdout)["argv"]
 
 
 def _generated_code(binary, fake_python, tmp_path, *, fast):
@@ -189,10 +197,12 @@ def _generated_code(binary, fake_python, tmp_path, *, fast):
         (site / fast_path.MARKER).touch()
     env = {"PATH": "/usr/bin:/bin", "INTENT_LOOP_PYTHON": fake_python, "INTENT_LOOP_DATA_DIR": str(data)}
     done = subprocess.run([str(DIST / binary.name), "arg"], env=env, input=b"", capture_output=True, timeout=30)
-    argv = json.loads(done.stdout)
+    argv = _argv(done)
     assert argv[:3] == ["-I", "-S", "-c"], argv
     assert argv[-2:] == [str(DIST / binary.name), "arg"]
-    return argv[3]
+    assert argv[3].startswith("import sys\nif sys.version_info<(3,11):sys.exit(3)\n")  # before any import
+    assert argv[4] == ""  # no record: INTENT_LOOP_PYTHON is used as given, without an identity to compare
+    return argv[3][argv[3].index(GUARD_END) + len(GUARD_END):]
 
 
 @requires_dist
@@ -213,12 +223,12 @@ def test_the_built_mcp_binary_started_relatively_from_a_plugin_cache_skips_the_h
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "INTENT_LOOP_PYTHON": fake_python}
     done = subprocess.run(["./dist/" + binary.name], cwd=plugin_root, env=env, input=b"", capture_output=True,
                           timeout=30)
-    argv = json.loads(done.stdout)
-    assert argv[:3] == ["-I", "-S", "-c"] and argv[4:] == ["./dist/" + binary.name], argv[4:]
+    argv = _argv(done)
+    assert argv[:3] == ["-I", "-S", "-c"] and argv[5:] == ["./dist/" + binary.name], argv[5:]
     assert "def find_data_root" in argv[3]  # the long way, not the fast path's site-packages
     # from anywhere else the same home's runtime is taken at once (the fast path still works)
     done = subprocess.run([str(DIST / binary.name)], env=env, input=b"", capture_output=True, timeout=30)
-    assert json.loads(done.stdout)[4] == str(site)
+    assert _argv(done)[5] == str(site)
 
 
 def _build_id(binary):

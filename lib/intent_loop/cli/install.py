@@ -88,7 +88,7 @@ def cmd_install(args, console):
                               f"no built hook binaries in {dist} (missing {', '.join(missing)}); "
                               "run `python3 build.py` or pass --dist DIR")
     conflict = _plugin_conflict(codex_home, apply=args.apply, force=args.force)
-    python = os.path.realpath(sys.executable)
+    python = _interpreter(console.env)
     mcp = mcp_config.plan(codex_home, install=True, binary=os.path.join(dist, mcp_config.MCP_BINARY), python=python)
     config, raw = load_config(path)
     groups = desired_groups(dist, python)
@@ -97,6 +97,26 @@ def cmd_install(args, console):
     runtimes = old_runtimes(console, codex_home=codex_home, dist=dist, replacing=path)
     return _finish(args, console, "install", path, raw, None if already else wanted,
                    extra={"dist": dist, "python": python, "plugin_conflict": conflict}, runtimes=runtimes, mcp=mcp)
+
+
+def _interpreter(env):
+    """The interpreter hooks.json names (as INTENT_LOOP_PYTHON, used as given at every run): this one,
+    out of any virtualenv, only where the agent cannot write it (launch/python_place.py)."""
+    from intent_loop.launch.python_place import choose
+
+    python, why = choose(os.path.realpath(sys.executable), cwd=_cwd_or_none(), env=env)
+    if python is None:
+        raise IntentLoopError(ErrorCode.PYTHON_NOT_FOUND, (
+            f"the Python running this command is not one the hooks may run: {why}; run install with a Python "
+            "3.11+ outside the workspace and the temp directories"))
+    return python
+
+
+def _cwd_or_none():
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 def _plugin_conflict(codex_home, *, apply, force):

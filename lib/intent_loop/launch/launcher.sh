@@ -11,11 +11,15 @@ is_hook=@IS_HOOK@
 # The shell ignores SIGTERM (so does Python until the handler that answers fail-open is in
 # place): a TERM sent to the shell alone or to the whole group never leaves Codex without an
 # answer. The command line simply becomes Python.
+# The hook's answer is captured: anything but a JSON object (a crash, an empty answer) becomes the
+# fail-open answer, said once (find_python.sh, failed_answer).
 start() {
   if [ -n "$is_hook" ]; then
     trap '' TERM
-    "$@" || printf '{"continue":true}'
-    exit 0
+    answer=$("$@")
+    status=$?
+    case $answer in '{'*'}') printf '%s' "$answer"; exit 0 ;; esac
+    failed_answer "$status"
   fi
   exec "$@"
 }
@@ -37,33 +41,33 @@ elif [ -z "${PLUGIN_DATA:-}" ]; then
   case $self in ''|*/plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
 fi
 
-# The interpreter the binary was built with is gone (another machine, a `brew upgrade`): the one
-# an earlier run chose, cached in the data root, else a search (launch/find_python.sh, embedded
-# here by build.py). The bundled orjson fits only the builder's minor version; another one runs
-# the standard library's JSON instead (base/json_engine.py).
-if [ ! -x "$py" ]; then
-  cache=
-  [ -n "$root" ] && cache=$root/runtime/python
-  @FIND_PYTHON@
-  if [ -z "${INTENT_LOOP_PYTHON:-}" ]; then
-    py=
-    if [ -n "$cache" ] && [ -f "$cache" ] && read -r py <"$cache" && [ -n "$py" ] && [ -x "$py" ]; then
-      :
-    elif search_python; then
-      remember_python
-    fi
+# The interpreter the binary was built with is gone (another machine, a `brew upgrade`), or lies
+# where this session's agent may write (find_python.sh's location rules; build.py bakes in only
+# one that passed the rest): the one an earlier run recorded, re-checked with builtins, else one an
+# older build cached, checked before it runs, else a search (launch/find_python.sh, embedded here
+# by build.py). INTENT_LOOP_PYTHON is the user's own choice, used as given. The bundled orjson fits
+# only the builder's minor version; another one runs the standard library's JSON instead.
+@FIND_PYTHON@
+find_agent_places
+py_record_id=
+if [ -z "${INTENT_LOOP_PYTHON:-}" ] && { [ ! -x "$py" ] || is_agent_place "$py"; }; then
+  py=
+  if use_recorded_python; then
+    :
+  elif adopt_old_record || search_python; then
+    remember_python
   fi
-  if [ -z "$py" ] || [ ! -x "$py" ]; then
-    no_python
-  fi
+fi
+if [ -z "$py" ] || [ ! -x "$py" ]; then
+  no_python
 fi
 
 # Python compiling the long way costs about a tenth of an interpreter start: the common case
 # (a complete runtime under a root the shell found, not through a symlink) skips it.
 site=$root/runtime/@BUILD_ID@/${0##*/}_@BUILD_ID@/site-packages
 if [ -n "$root" ] && [ ! -L "$0" ] && [ ! -L "$root/runtime" ] && [ -f "$site/@MARKER@" ]; then
-  start "$py" -I -S -c "@FAST_PATH_CODE@" "$site" "$0" "$@"
+  start "$py" -I -S -c "${guard_code}@FAST_PATH_CODE@" "$py_record_id" "$site" "$0" "$@"
 fi
 # A separate command: the shell parses a whole `if ... fi` before running it, and the fast path
 # above has left before the shell reads the long way's few kilobytes of code.
-start "$py" -I -S -c "@LAUNCHER_CODE@" "$0" "$@"
+start "$py" -I -S -c "${guard_code}@LAUNCHER_CODE@" "$py_record_id" "$0" "$@"
