@@ -24,12 +24,12 @@ nl='
 '
 default_ifs=$IFS  # the shell's own: the loops below split on newlines only, then put it back
 
-# The interpreter's first statements, before any import: one older than 3.11 exits 3 (its answer
-# is said once a session by the launcher); one started from a record compares itself with the
+# The interpreter's first statements, before any import: one older than 3.11 says so on stderr and
+# exits 3 (a hook's launcher says it once, fail-open); one started from a record compares itself with the
 # record's identity (argv[1], "dev ino size mtime_ns version|record path") and removes a record that no
 # longer matches, so the next run chooses again. argv[1] is taken off sys.argv either way.
 guard_code='import sys
-if sys.version_info<(3,11):sys.exit(3)
+if sys.version_info<(3,11):sys.stderr.write("intent-loop: PYTHON_NOT_FOUND: %s is older than 3.11\n"%sys.executable);sys.exit(3)
 _r=sys.argv.pop(1)
 if _r:
   import posix
