@@ -5,6 +5,8 @@
     python3 build.py plugin     (re)write the local marketplace dist/marketplace/ from dist/'s binaries
                                 (building them first when one is missing)
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
+    python3 build.py test-e2e   set up, build, run only the real-host tests (tests/e2e/) against the Codex
+                                version in $INTENT_LOOP_CODEX_VERSION (default: the pinned one)
     python3 build.py test-other-pythons   the fast tests (no e2e, slow or dist/ tests) under each other
                                 CPython 3.11-3.13 on the machine, each in .cache/venv-3.X/ (CI runs it after test)
     python3 build.py demo       set up, build, run the main job on an embedded sample
@@ -15,7 +17,7 @@
     python3 build.py bench-cache [LIB ...]   a year of history: cache bytes per hook read and mutation
 
 Every step is idempotent: the virtual environment (.venv/), the npm cache for the real-Codex
-end-to-end test (.cache/npm/) and dist/ are reused when their inputs did not change.
+end-to-end tests (.cache/npm-codex-<version>/) and dist/ are reused when their inputs did not change.
 """
 import hashlib
 import json
@@ -32,7 +34,10 @@ CACHE = ROOT / ".cache"
 DIST = ROOT / "dist"
 SETUP_STAMP = VENV / ".intent-loop-deps"
 NPM_DIR = ROOT / "tests" / "e2e" / "npm"
-NPM_CACHE = CACHE / "npm"
+CODEX_PACKAGE = "@openai/codex"
+# The one variable for the host version of the real-Codex tests; unset: the version the committed
+# tests/e2e/npm/package.json pins (CI's). Any other exact version comes from the npm registry.
+CODEX_VERSION_VAR = "INTENT_LOOP_CODEX_VERSION"
 
 
 def dev_requirements():
@@ -86,27 +91,87 @@ def reexec_in_venv(argv):
         os.execv(str(python), [str(python), str(ROOT / "build.py"), *argv])
 
 
-def ensure_npm_codex():
-    """Install the pinned @openai/codex from the committed lockfile into .cache/npm (git-ignored)."""
-    lock = NPM_DIR / "package-lock.json"
-    if not lock.exists() or shutil.which("npm") is None:
-        return None
-    stamp_text = hashlib.sha256(lock.read_bytes()).hexdigest()
-    target = NPM_CACHE
-    stamp = target / ".lock-sha256"
-    binary = target / "node_modules" / ".bin" / "codex"
-    if binary.exists() and stamp.exists() and stamp.read_text() == stamp_text:
-        return binary
-    target.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(NPM_DIR / name, target / name)
+def pinned_codex_version():
+    """The @openai/codex version pinned by the committed tests/e2e/npm/package.json (and its lockfile)."""
+    return json.loads((NPM_DIR / "package.json").read_text())["dependencies"][CODEX_PACKAGE]
+
+
+def wanted_codex_version():
+    """$INTENT_LOOP_CODEX_VERSION (an exact version such as 0.171.0), else the pinned version."""
+    version = os.environ.get(CODEX_VERSION_VAR, "").strip() or pinned_codex_version()
+    if not version[:1].isdigit() or not all(c.isalnum() or c in ".-" for c in version):
+        sys.exit(f"build.py: {CODEX_VERSION_VAR}={version!r} is not an exact version such as 0.171.0")
+    return version
+
+
+def codex_version_of(binary):
+    """The version `codex --version` prints ("codex-cli 0.169.0" -> "0.169.0"), or None."""
     try:
-        run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target)
-    except subprocess.CalledProcessError:
-        print("build.py: npm ci failed; the real-Codex end-to-end test will be skipped", flush=True)
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
         return None
-    stamp.write_text(stamp_text)
-    return binary
+    words = done.stdout.split()
+    return words[-1] if done.returncode == 0 and words else None
+
+
+def ensure_npm_codex(version=None):
+    """Install @openai/codex `version` (default: wanted_codex_version()) into .cache/npm-codex-<version>/
+    (git-ignored), reused while its inputs are unchanged, and check that the binary says that version.
+    The pinned version is installed from the committed lockfile (`npm ci`); any other one from the
+    registry (`npm install --no-save @openai/codex@<version>`, in its own directory).
+    Returns (binary, None), or (None, why not)."""
+    version = version or wanted_codex_version()
+    if shutil.which("npm") is None:
+        return None, f"npm is not installed, so {CODEX_PACKAGE}@{version} cannot be installed"
+    pinned = version == pinned_codex_version()
+    target = CACHE / f"npm-codex-{version}"
+    if pinned:
+        lock = (NPM_DIR / "package-lock.json").read_bytes()
+        stamp_text = "npm ci, package-lock.json sha256 " + hashlib.sha256(lock).hexdigest()
+        argv = ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"]
+    else:
+        stamp_text = f"npm install {CODEX_PACKAGE}@{version}"
+        argv = ["npm", "install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund", "--loglevel=error",
+                f"{CODEX_PACKAGE}@{version}"]
+    stamp = target / ".intent-loop-stamp"
+    binary = target / "node_modules" / ".bin" / "codex"
+    if not (binary.exists() and stamp.exists() and stamp.read_text() == stamp_text):
+        target.mkdir(parents=True, exist_ok=True)
+        stamp.unlink(missing_ok=True)
+        if pinned:
+            for name in ("package.json", "package-lock.json"):
+                shutil.copyfile(NPM_DIR / name, target / name)
+        else:  # a package.json of its own, so that npm does not look for one in a parent directory
+            (target / "package-lock.json").unlink(missing_ok=True)
+            (target / "package.json").write_text(json.dumps({
+                "name": "intent-loop-e2e-codex", "version": "0.0.0", "private": True, "license": "UNLICENSED",
+                "description": f"{CODEX_PACKAGE}@{version} for a hand run of intent-loop's real-Codex tests"}) + "\n")
+        try:
+            run(argv, cwd=target)
+        except subprocess.CalledProcessError as exc:
+            return None, f"`{' '.join(argv)}` failed (exit {exc.returncode}) in {target}"
+        stamp.write_text(stamp_text)
+    said = codex_version_of(binary)
+    if said != version:
+        return None, f"{binary} says its version is {said!r}, not {version}"
+    return binary, None
+
+
+def codex_test_env():
+    """The environment for pytest: INTENT_LOOP_CODEX_BIN is the installed Codex, or, where none could
+    be installed, INTENT_LOOP_CODEX_UNAVAILABLE says why (the real-host tests skip, and under CI=true
+    fail, with that reason)."""
+    env = dict(os.environ)
+    codex, why_not = ensure_npm_codex()
+    if codex is not None:
+        env["INTENT_LOOP_CODEX_BIN"] = str(codex)
+        env.pop("INTENT_LOOP_CODEX_UNAVAILABLE", None)
+        print(f"build.py: the real-Codex tests run {CODEX_PACKAGE}@{codex_version_of(codex)} ({codex})", flush=True)
+    else:
+        env.pop("INTENT_LOOP_CODEX_BIN", None)
+        env["INTENT_LOOP_CODEX_UNAVAILABLE"] = why_not
+        print(f"build.py: no real Codex for the end-to-end tests: {why_not}", flush=True)
+    return env
 
 
 # -- the binaries ---------------------------------------------------------------------------
@@ -383,12 +448,17 @@ def cmd_test(args):
     if lint.returncode != 0:
         print("build.py: ruff check failed (configured in pyproject.toml); fix the findings above", flush=True)
         return lint.returncode
-    codex = ensure_npm_codex()
-    env = dict(os.environ)
-    if codex is not None:
-        env["INTENT_LOOP_CODEX_BIN"] = str(codex)
+    env = codex_test_env()
     result = subprocess.run([str(venv_python()), "-m", "pytest", *args], cwd=ROOT, env=env)
     return result.returncode
+
+
+def cmd_test_e2e(args):
+    """Only tests/e2e/ (the real Codex against the mock model), against $INTENT_LOOP_CODEX_VERSION
+    (default: the pinned version); builds dist/ first, no lint. Extra arguments go to pytest."""
+    cmd_build([])
+    env = codex_test_env()
+    return subprocess.run([str(venv_python()), "-m", "pytest", "tests/e2e", *args], cwd=ROOT, env=env).returncode
 
 
 # -- the fast tests under the other supported Pythons ----------------------------------------
@@ -503,6 +573,7 @@ COMMANDS = {
     "build": cmd_build,
     "plugin": cmd_plugin,
     "test": cmd_test,
+    "test-e2e": cmd_test_e2e,
     "test-other-pythons": cmd_test_other_pythons,
     "demo": cmd_demo,
     "bench": cmd_bench,
