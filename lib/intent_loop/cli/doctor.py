@@ -1,9 +1,9 @@
 """doctor: every check a user could trip over, each with its next action (content-free reports)."""
 import os
-import sys
 import time
 
 from intent_loop.base.data_root import ROOT_SUFFIX
+from intent_loop.cli import python_checks
 from intent_loop.cli.common import current_project, damage_next_action, data_root, load_state
 from intent_loop.cli.old_runtimes import old_runtimes
 from intent_loop.errors import ErrorCode, IntentLoopError
@@ -121,55 +121,8 @@ def _install_checks(env, root=None):
     checks.append(_check("hooks_ran", all(ok for ok, _line in ran),
                          "; ".join(line for _ok, line in ran) if ran else "no installed hooks",
                          UNTRUSTED_ACTION))
-    told = hooks_ran.python_told(roots)
-    checks.append(_check("hook_python", told is None,
-                         "the hooks found a Python" if told is None else
-                         f"{ErrorCode.PYTHON_NOT_FOUND}: a hook found no Python 3.11+ {ago(told)} and recorded "
-                         "nothing since",
-                         "install Python 3.11+ (python3 on PATH, /opt/homebrew/bin, /usr/local/bin or /usr/bin) "
-                         "or set INTENT_LOOP_PYTHON in the environment Codex starts from"))
+    checks.append(python_checks.hook_python_check(roots, hooks_ran.python_told(roots), env=env, ago=ago))
     return checks
-
-
-
-def _binary_dirs():
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.path.normpath(os.path.join(here, "..", "..", "..", "dist"))]
-    if sys.argv and sys.argv[0]:
-        candidates.insert(0, os.path.dirname(os.path.realpath(sys.argv[0])))
-    return [d for d in dict.fromkeys(candidates) if os.path.isfile(os.path.join(d, "intent-loop"))]
-
-
-def _interpreter_check():
-    """The binaries name the interpreter they were built with; where it is gone they find another
-    at run time (launch/find_python.sh), so a gone one is said, not failed."""
-    problems, gone, seen = [], [], 0
-    for directory in _binary_dirs():
-        for name in _BINARIES:
-            path = os.path.join(directory, name)
-            try:
-                with open(path, "rb") as fh:
-                    head = fh.read(4096)
-            except OSError:
-                problems.append(f"{name} missing in {directory}")
-                continue
-            marker = head.find(b':-')
-            end = head.find(b'}', marker)
-            if marker < 0 or end < 0:
-                problems.append(f"{name}: no recorded interpreter")
-                continue
-            seen += 1
-            interpreter = head[marker + 2:end].decode("utf-8", "replace")
-            if not os.access(interpreter, os.X_OK):
-                gone.append(interpreter)
-    here = f"this command runs {sys.executable} ({sys.version.split()[0]})"
-    if not seen and not problems:
-        return _check("interpreter", True, f"no built binaries found next to this command; {here}")
-    detail = "; ".join(problems) if problems else f"{seen} binaries checked"
-    if gone:
-        detail += (f"; built with {', '.join(sorted(set(gone)))}, which is gone: they use the Python found at run "
-                   "time instead")
-    return _check("interpreter", not problems, f"{detail}; {here}", "rebuild with `python3 build.py`")
 
 
 def _sandbox_check(env, root, *, here):
@@ -292,7 +245,7 @@ def cmd_doctor(args, console):
                          "other roots with projects: " + ", ".join(f"{r} ({len(projects(r))})" for r in others),
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
     checks.extend(_install_checks(console.env, root))
-    checks.append(_interpreter_check())
+    checks.append(python_checks.interpreter_check(_BINARIES, env=console.env))
     checks.append(_sandbox_check(console.env, root, here=console.cwd))
     if root is not None:
         checks.append(_runtime_check(root))
