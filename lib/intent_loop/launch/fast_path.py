@@ -25,6 +25,7 @@ def run_extracted(module, function, *, is_hook):
     the long way, which extracts."""
     if is_hook:
         answer_fail_open_on_sigterm()
+    recompile_damaged_bytecode()
     site_packages = sys.argv[1]
     sys.argv = sys.argv[2:]
     sys.path[0:0] = [site_packages]
@@ -39,3 +40,34 @@ def run_extracted(module, function, *, is_hook):
             pass
         os.execv("/bin/sh", ["/bin/sh"] + sys.argv)
     entry()
+
+
+def recompile_damaged_bytecode():
+    """Bytecode that fails to load counts as a cache miss: the module is compiled from its source
+    and its .pyc rewritten whole (atomically), for every import of the process, lazy ones too.
+    CPython's SourceLoader.get_code unmarshals a .pyc whose header matches its source outside the
+    try that falls back to source, so a .pyc cut short after that header (a full disk: its
+    _write_atomic ignores a short write) fails every import of its module for good. This wraps
+    importlib's own function, already loaded: no module is added."""
+    import _frozen_importlib_external as external
+
+    load = external._compile_bytecode
+
+    def compile_bytecode(data, name=None, bytecode_path=None, source_path=None):  # get_code's keywords
+        try:
+            return load(data, name, bytecode_path, source_path)
+        except (EOFError, ValueError, TypeError, ImportError):  # marshal's errors; a non-code object
+            if source_path is None:
+                raise
+        with external._io.open_code(source_path) as file:
+            source = file.read()
+        code = compile(source, source_path, "exec", dont_inherit=True)
+        if not sys.dont_write_bytecode:
+            try:
+                stamp = external._code_to_timestamp_pyc(code, external._path_stat(source_path).st_mtime, len(source))
+                external._write_atomic(bytecode_path, stamp)
+            except OSError:
+                pass  # a read-only or still-full disk: the next start compiles again
+        return code
+
+    external._compile_bytecode = compile_bytecode
