@@ -83,6 +83,7 @@ class ErrorCode:
     PLUGIN_NOT_INSTALLED = "PLUGIN_NOT_INSTALLED"  # said by the launcher `link` writes
     LINK_EXISTS = "LINK_EXISTS"
     AGENT_SHELL = "AGENT_SHELL"
+    CWD_GONE = "CWD_GONE"  # the command line run from a folder that was deleted
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     # a bug of intent-loop itself: only the CLI's main raises it, from an unexpected exception
     INTERNAL_ERROR = "INTERNAL_ERROR"

@@ -135,3 +135,14 @@ def test_build_ids_are_read_without_blocking_on_a_fifo(tmp_path):
     assert build_id_of(str(tmp_path / "intent-loop-stop")) is None
     (tmp_path / "big").write_bytes(b"#!/bin/sh\nsite=$root/runtime/" + b"a" * 64 + b"/x\n" + b"\0" * 100000)
     assert build_id_of(str(tmp_path / "big")) == "a" * 64  # a binary is far longer than the head it reads
+
+
+def test_a_failed_link_leaves_no_executable_temporary_file(place):
+    """The rename over the target fails (a directory holds its name): nothing of ours is left on PATH."""
+    env, codex_home, bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    (bin_dir / "intent-loop" / "kept").mkdir(parents=True)
+    done = run([copy / "hooks" / "intent-loop", "cli", "link", "--force", "--json"], env, workspace)
+    assert done.returncode == 1 and "WRITE_FAILED" in done.stdout + done.stderr, done
+    assert sorted(p.name for p in bin_dir.iterdir()) == ["intent-loop"]
+    assert (bin_dir / "intent-loop" / "kept").is_dir()

@@ -169,17 +169,30 @@ def cmd_unlink(args, console):
 
 
 def _write(target, text):
+    """A temporary file beside the target, renamed over it; a failure leaves no temporary file (it is
+    executable, and would sit in a directory on PATH)."""
     directory = os.path.dirname(target)
+    tmp = f"{target}.tmp-{os.getpid()}"
+    created = False
     try:
         os.makedirs(directory, exist_ok=True)
-        tmp = f"{target}.tmp-{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
+        created = True
         try:
             os.write(fd, text.encode("utf-8"))
         finally:
             os.close(fd)
         os.replace(tmp, target)
     except OSError as exc:
+        if created:
+            _remove_quietly(tmp)
         raise IntentLoopError(ErrorCode.WRITE_FAILED, f"cannot write {target} ({exc.strerror}); pass --dir DIR "
                                                       "with a directory you can write") from None
+
+
+def _remove_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:  # the first error is the one reported
+        pass
 

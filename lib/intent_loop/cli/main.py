@@ -54,9 +54,15 @@ MAINTENANCE_SECONDS = 30.0
 def main(argv=None, *, console=None):
     """Run one command; 0 done, 1 a check found a problem or the operation failed, 2 usage error,
     3 an internal error (a bug: INTERNAL_ERROR)."""
-    console = console or Console()
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    if console is None:
+        try:
+            console = Console()
+        except FileNotFoundError:  # os.getcwd(): the folder it was run from is deleted
+            return report_error(Console(cwd="/"), IntentLoopError(ErrorCode.CWD_GONE, (
+                "the current folder no longer exists; cd into your project (or pass --project DIR from "
+                "another folder) and run the command again")), as_json="--json" in argv)
+    parser = build_parser()
     if not argv or argv == ["help"]:  # what a person types first: the help, and success
         console.out(parser.format_help())
         return EXIT_OK
