@@ -293,3 +293,36 @@ def test_a_symlinked_hooks_json_is_written_through_and_stays_a_link(home, codex,
     assert os.path.islink(codex / "hooks.json")
     config = json.loads((dotfiles / "hooks.json").read_text())
     assert ours(config) and FOREIGN in config["hooks"]["Stop"][0]["hooks"]
+
+
+def _venv(path, *, copies):
+    import sys
+
+    argv = [os.path.realpath(sys.executable), "-m", "venv", "--without-pip", *(["--copies"] if copies else []), path]
+    subprocess.run([str(a) for a in argv], check=True, timeout=120)
+    return os.path.join(path, "bin", "python3")
+
+
+@requires_dist
+def test_install_never_writes_an_interpreter_the_agent_can_write_into_hooks_json(home, codex, tmp_path):
+    """Run from a project's virtualenv, install names what the venv runs (its link target), or, for a
+    --copies venv in the workspace, refuses (PYTHON_NOT_FOUND) and writes nothing: hooks.json's
+    INTENT_LOOP_PYTHON is used as given at every run (find_python.sh's rules, issue 33 item 1)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    before = (codex / "hooks.json").read_bytes()
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "INTENT_LOOP_DATA_DIR", "PLUGIN_DATA")}
+    env["HOME"] = str(home)
+    for copies in (False, True):
+        python = _venv(str(workspace / f"venv-{copies}"), copies=copies)
+        done = subprocess.run([CLI, "install", "--apply", "--json"], capture_output=True, text=True, timeout=60,
+                              env=dict(env, INTENT_LOOP_PYTHON=python), cwd=workspace)
+        if copies:
+            assert done.returncode == 1 and json.loads(done.stdout)["error"]["code"] == "PYTHON_NOT_FOUND", done
+            assert (codex / "hooks.json").read_bytes() == before
+        else:
+            assert done.returncode == 0, done.stderr
+            named = json.loads(done.stdout)["python"]
+            assert not named.startswith(str(workspace)) and os.path.samefile(named, python)
+            assert f"INTENT_LOOP_PYTHON={shlex.quote(named)} " in (codex / "hooks.json").read_text()
+            (codex / "hooks.json").write_bytes(before)
