@@ -1,7 +1,9 @@
 """One statement rule for every way a claim enters: typed `intent:` lines, `claim add`, import."""
 import pytest
 
+from helpers import hook_binaries
 from helpers.cli_runner import make_cli
+from helpers.dist import requires_dist
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claim_verbs, claims
 from intent_loop.intent.claim_text import build_claim
@@ -81,6 +83,101 @@ def test_control_bidi_and_format_characters_are_invalid_text_on_every_path(tmp_p
     assert added["error"]["code"] == ErrorCode.INVALID_TEXT
 
 
+# Issue 35 item 6: emoji are text. Their invisible parts are accepted only where they build one.
+WOMAN_TECHNOLOGIST = "\U0001f469\U0001f3fd\u200d\U0001f4bb"  # skin tone, ZWJ
+RAINBOW_FLAG = "\U0001f3f3\ufe0f\u200d\U0001f308"  # VS16, ZWJ
+SCOTLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"  # subdivision flag
+KEYCAP_ONE = "1\ufe0f\u20e3"
+EMOJI = {
+    "woman technologist": WOMAN_TECHNOLOGIST,
+    "rainbow flag": RAINBOW_FLAG,
+    "Scotland": SCOTLAND,
+    "keycap 1": KEYCAP_ONE,
+    "family": "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+    "heart on fire": "\u2764\ufe0f\u200d\U0001f525",
+    "runner, skin tone, female sign": "\U0001f3c3\U0001f3fd\u200d\u2640\ufe0f",
+    "emoji with a Sm, Po or Ll base": "\u2194\ufe0f \u203c\ufe0f \u2139\ufe0f",
+}
+HIDDEN_OUTSIDE_EMOJI = {
+    "ZWJ between letters": "sh\u200dip",
+    "ZWJ after an emoji, before a letter": "\U0001f469\u200dx",
+    "ZWJ ending the text": "\U0001f469\u200d",
+    "tags spelling a word": "keep it\U000e0069\U000e0067\U000e006e",
+    "tags spelling a word after a valid flag": SCOTLAND + "\U000e0069\U000e0067\U000e006e",
+    "VS16 after a letter": "sh\ufe0fip",
+    "VS16 after a space": "ship \ufe0f",
+    "VS16 after a digit outside a keycap": "step 1\ufe0f",
+    "a lone CANCEL TAG": "ship \U000e007f it",
+    "a flag with 7 tags": "\U0001f3f4" + "\U000e0061" * 7 + "\U000e007f",
+    "a flag without CANCEL TAG": "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074",
+    "a flag with no tag": "\U0001f3f4\U000e007f",
+    "a flag with an uppercase tag": "\U0001f3f4\U000e0047\U000e0042\U000e007f",
+    "tags after another flag": "\U0001f3f3\U000e0067\U000e0062\U000e007f",
+    "a ZWNJ beside a valid ZWJ": WOMAN_TECHNOLOGIST + "\u200c",
+}
+
+
+@pytest.mark.parametrize("emoji", EMOJI.values(), ids=EMOJI.keys())
+def test_an_emoji_sequence_is_text_on_every_path(tmp_path, emoji):
+    statement = f"ship it with {emoji} now"
+    assert claims.unsafe_characters(statement) == []
+    claims.check_statement(statement)
+    (typed,) = parse_prompt(f"intent: must {statement}")
+    assert not isinstance(typed, Rejection) and typed.statement == f"must: {statement}"
+    (label,) = parse_prompt(f"intent: new release {emoji} work")
+    assert not isinstance(label, Rejection)
+    cli = make_cli(tmp_path)
+    cli.json("claim", "add", "must", statement)
+    rc, out, _err = cli("show")
+    assert rc == 0 and f"must: {statement}" in out  # shown as typed, nothing escaped
+
+
+def test_the_issues_goal_is_recorded_as_typed():
+    (typed,) = parse_prompt(f"intent: goal Ship it with {WOMAN_TECHNOLOGIST} under {RAINBOW_FLAG}")
+    assert not isinstance(typed, Rejection)
+    assert typed.statement == f"Ship it with {WOMAN_TECHNOLOGIST} under {RAINBOW_FLAG}"
+
+
+@pytest.mark.parametrize("text", HIDDEN_OUTSIDE_EMOJI.values(), ids=HIDDEN_OUTSIDE_EMOJI.keys())
+def test_zwj_tags_and_vs16_outside_an_emoji_are_invalid_text_on_every_path(tmp_path, text):
+    statement = f"ship it {text} now"
+    assert claims.unsafe_characters(statement)
+    with pytest.raises(IntentLoopError) as caught:
+        claims.check_statement(statement)
+    assert caught.value.code == ErrorCode.INVALID_TEXT
+    (typed,) = parse_prompt(f"intent: goal {statement}")
+    assert isinstance(typed, Rejection) and typed.code == ErrorCode.INVALID_TEXT
+    (label,) = parse_prompt(f"intent: new release {text}")
+    assert isinstance(label, Rejection) and label.code == ErrorCode.INVALID_TEXT
+    added = make_cli(tmp_path).json("claim", "add", "must", statement, expect=1)
+    assert added["error"]["code"] == ErrorCode.INVALID_TEXT
+
+
+def test_only_the_characters_outside_the_emoji_are_named():
+    assert claims.unsafe_characters(f"{WOMAN_TECHNOLOGIST} sh\u200dip") == ["\u200d"]
+    assert claims.unsafe_characters(f"{SCOTLAND} x\U000e0041\U000e007f") == ["\U000e0041", "\U000e007f"]
+    assert claims.unsafe_characters(f"{KEYCAP_ONE} a\ufe0f") == ["\ufe0f"]
+
+
+env, ws = hook_binaries.env, hook_binaries.ws  # the hook binaries' fixtures
+
+
+@requires_dist
+def test_the_issues_goal_is_recorded_by_the_hook(env, ws):
+    from helpers.hook_binaries import events, hook, prompt_payload
+
+    goal = f"Ship it with {WOMAN_TECHNOLOGIST} under {RAINBOW_FLAG} and {SCOTLAND}"
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, f"intent: goal {goal}"), env)
+    assert "recorded goal" in answer["hookSpecificOutput"]["additionalContext"], answer
+    started = next(e for e in events(env, ws) if e["event_type"] == "task_started")
+    assert [c["statement"] for c in started["payload"]["initial_claims"]] == [goal]
+    before = len(events(env, ws))
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it\U000e0069\U000e0067",
+                                                               turn="turn-B"), env)
+    assert answer["decision"] == "block" and "(INVALID_TEXT)" in answer["reason"], answer  # answered by the hook
+    assert not any(e["event_type"] == "claim_added" for e in events(env, ws)[before:])
+
+
 def test_a_typed_tab_becomes_a_space():
     (command,) = parse_prompt("intent: must keep\ttests green")
     assert not isinstance(command, Rejection) and command.statement == "must: keep tests green"
@@ -139,12 +236,13 @@ def test_the_text_rule_over_every_unicode_category():
 
     seen = {}
     for code in list(range(0x0, 0x3400)) + list(range(0xA000, 0x10000, 7)) + list(range(0x10000, 0x110000, 97)) \
-            + list(range(0xE0000, 0xE0080)):
+            + list(range(0xE0000, 0xE0080)) + [0xFE0F]:
         ch = chr(code)
         category = unicodedata.category(ch)
         if category in ("Cs", "Cn", "Co"):  # surrogates, unassigned, private use: covered elsewhere
             continue
-        refused = ch in UNSAFE_CHARACTERS or category == "Cf" or 0xE0000 <= code < 0xE0080
+        # issue 35: VS16 after a space presents no emoji; a ZWJ between spaces joins none
+        refused = ch in UNSAFE_CHARACTERS or category == "Cf" or 0xE0000 <= code < 0xE0080 or ch == "\ufe0f"
         try:
             claims.check_statement(f"keep {ch} it")
             outcome = False

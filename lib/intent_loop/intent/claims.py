@@ -45,18 +45,90 @@ UNSAFE_CHARACTERS = frozenset([chr(c) for c in range(0x20) if c != 0x09] + ["\x7
 
 TAG_BLOCK = range(0xE0000, 0xE0080)  # Unicode TAG characters: invisible letters that can spell an instruction
 
+# The invisible parts of emoji, accepted only where they build one, in terms the standard library
+# can check (it has no emoji property): a ZWJ between two symbols (So), each optionally followed by
+# VS16 or a skin tone; tags only inside a subdivision flag; VS16 only after a symbol or punctuation
+# mark (So, Sm, Po, Pd: ❤️ ↔️ ‼️ 〰️), after ℹ, or in a keycap. Anything looser lets invisible
+# characters carry text the model reads and the user does not see.
+ZWJ, VS16, KEYCAP = "\u200d", "\ufe0f", "\u20e3"
+SKIN_TONES = range(0x1F3FB, 0x1F400)  # the Fitzpatrick modifiers (category Sk)
+BLACK_FLAG, CANCEL_TAG = "\U0001f3f4", "\U000e007f"
+FLAG_TAGS = frozenset(chr(c) for c in (*range(0xE0030, 0xE003A), *range(0xE0061, 0xE007B)))  # tag 0-9, a-z
+MAX_FLAG_TAGS = 6
+KEYCAP_BASES = "0123456789#*"
+VS16_BASE_CATEGORIES = ("So", "Sm", "Po", "Pd")
+INFORMATION_SOURCE = "\u2139"  # ℹ️: the one letter (Ll) with an emoji presentation
+
 
 def unsafe_characters(text):
-    """The characters of `text` that THE text rule refuses, sorted: UNSAFE_CHARACTERS, and every
+    """The characters of `text` that THE text rule refuses, sorted: UNSAFE_CHARACTERS, every
     format character (Unicode category Cf: zero-width spaces and joiners, U+FEFF, the soft hyphen,
-    U+2060-2064, ...) and the TAG block, which render as nothing while the model reads them."""
+    U+2060-2064, ...) and the TAG block, which render as nothing while the model reads them, but
+    for the ZWJs, tags and VS16s of an emoji sequence (above); a character refused in one place is
+    refused for the whole text."""
     bad = {ch for ch in text if ch in UNSAFE_CHARACTERS}
     if not text.isascii():  # ASCII text, nearly all of it, never loads unicodedata
         import unicodedata
 
-        bad.update(ch for ch in set(text) if ord(ch) >= 0xA0 and (ord(ch) in TAG_BLOCK
-                                                                    or unicodedata.category(ch) == "Cf"))
+        hidden = {ch for ch in set(text) if ord(ch) >= 0xA0 and (ord(ch) in TAG_BLOCK
+                                                                   or unicodedata.category(ch) == "Cf")}
+        if hidden or VS16 in text:
+            hidden = _outside_emoji(text, hidden, unicodedata.category)
+        bad.update(hidden)
     return sorted(bad)
+
+
+def _outside_emoji(text, hidden, category):
+    """`hidden` (the format and TAG characters of `text`) without the ones every occurrence of
+    which builds an emoji, and VS16 when one occurrence does not."""
+    tags = {ch for ch in hidden if ord(ch) in TAG_BLOCK}
+    refused = hidden - tags - {ZWJ}
+    if tags:
+        rest = _without_flags(text)
+        refused.update(ch for ch in tags if ch in rest)
+    if ZWJ in hidden and not all(_joins_emoji(text, at, category) for at in _positions(text, ZWJ)):
+        refused.add(ZWJ)
+    if not all(_presents_emoji(text, at, category) for at in _positions(text, VS16)):
+        refused.add(VS16)
+    return refused
+
+
+def _positions(text, ch):
+    at = text.find(ch)
+    while at >= 0:
+        yield at
+        at = text.find(ch, at + 1)
+
+
+def _without_flags(text):
+    """`text` without the tags of its subdivision flags: U+1F3F4, 1-6 tags of a-z and 0-9, CANCEL TAG."""
+    kept, start = [], 0
+    for at in _positions(text, BLACK_FLAG):
+        end = at + 1
+        while end < len(text) and text[end] in FLAG_TAGS:
+            end += 1
+        if 1 <= end - at - 1 <= MAX_FLAG_TAGS and text[end:end + 1] == CANCEL_TAG:
+            kept.append(text[start:at + 1])
+            start = end + 1
+    return "".join(kept) + text[start:]
+
+
+def _joins_emoji(text, at, category):
+    """The ZWJ at `at` joins two symbols (So), the first optionally followed by VS16 or a skin tone."""
+    before = at - 1
+    if before >= 1 and (text[before] == VS16 or ord(text[before]) in SKIN_TONES):
+        before -= 1
+    return before >= 0 and at + 1 < len(text) and category(text[before]) == "So" == category(text[at + 1])
+
+
+def _presents_emoji(text, at, category):
+    """The VS16 at `at` follows a symbol or punctuation mark, ℹ, or the base of a keycap (then U+20E3)."""
+    if at == 0:
+        return False
+    base = text[at - 1]
+    if base in KEYCAP_BASES:
+        return text[at + 1:at + 2] == KEYCAP
+    return base == INFORMATION_SOURCE or category(base) in VS16_BASE_CATEGORIES
 
 
 # An agent's proposal is shown whole (verb, scope and every word) in the receipt line before the
@@ -84,7 +156,7 @@ def check_characters(text, what="a claim statement"):
     if bad:
         shown = ", ".join(f"U+{ord(ch):04X}" for ch in bad[:4])
         raise IntentLoopError(ErrorCode.INVALID_TEXT, f"{what} may not hold control, bidi or invisible format "
-                                                      f"characters ({shown}); retype it without them")
+                                                      f"characters outside an emoji ({shown}); retype it without them")
 
 
 def _has_lone_surrogate(text):
