@@ -30,22 +30,81 @@ def detach(paths, job, *, deadline_seconds, on_failure, upkeep=None):
     runs in the child after the job (the daily scrub; never in the hook process itself).
     """
     pending = pending_work.hold(paths)  # noqa: F841 - kept open, never read: the child inherits its flock
+    adoption = _adoption_pipe()
     try:
         pid = fast_os.fork()
     except OSError:
+        _close_all(adoption)
         run_inline(job, deadline_seconds=deadline_seconds, on_failure=on_failure)
         return
     if pid:
+        _wait_for_adoption(adoption)
         return  # the parent's copy of `pending` closes when it exits; the child's keeps the flock
     try:
         fast_os.setsid()  # out of Codex's process group: its timeout kill is for the hook, not for this
-        _detach_stdio()
         _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+        adopt_locks(adoption)
+        _detach_stdio()
         run_inline(job, deadline_seconds=deadline_seconds, on_failure=on_failure)
         if upkeep is not None:
             upkeep()
     finally:
         fast_os._exit(0)
+
+
+ADOPTION_WAIT = 0.5  # the parent's bound on waiting for its child to take over the project lock
+
+
+def _adoption_pipe():
+    """A pipe for the child to say it has taken over the project lock the parent holds (a committed
+    transaction's handed-over work, storage.lock.adopt_held), or None when none is held."""
+    lock = sys.modules.get("intent_loop.storage.lock")  # not loaded: this process never locked
+    if lock is None or not lock.holds_any():
+        return None
+    from posix import pipe
+
+    try:
+        return pipe()
+    except OSError:
+        return None
+
+
+def adopt_locks(adoption):
+    """In the child: become the recorded owner of every lock inherited, then tell the parent, which
+    stays alive until then (a waiter never finds the lock's pid dead while its flock is held)."""
+    if adoption is None:
+        return
+    fast_os.close(adoption[0])
+    try:
+        sys.modules["intent_loop.storage.lock"].adopt_held()
+    except BaseException:  # nothing to do about it here: the job still finishes under the flock
+        pass
+    try:
+        fast_os.write(adoption[1], b"1")
+    except OSError:
+        pass
+    fast_os.close(adoption[1])
+
+
+def _wait_for_adoption(adoption):
+    """In the parent: wait (at most ADOPTION_WAIT) until the child has taken the lock over, or died
+    (the pipe's end of file)."""
+    if adoption is None:
+        return
+    fast_os.close(adoption[1])
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, ADOPTION_WAIT)  # the hook's alarm handler raises
+        fast_os.read(adoption[0], 1)
+    except BaseException:
+        pass
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        fast_os.close(adoption[0])
+
+
+def _close_all(fds):
+    for fd in fds or ():
+        fast_os.close(fd)
 
 
 def run_inline(job, *, deadline_seconds, on_failure):

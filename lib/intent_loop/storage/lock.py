@@ -23,6 +23,11 @@ Protocol (why each step exists):
   3 s to its deadline (the command line's long holders: delete, recover, a big import) touches
   its owner record from a background thread every 0.25 s while held; a hook's short transaction
   heartbeats at its steps.
+- A lock handed to a forked child (a hook's committed transaction, finished after its answer)
+  is adopted by that child before the parent exits (`adopt_held`): under the gate the owner
+  record is rewritten with the child's pid and start time, and the child heartbeats from a
+  thread until it releases. Otherwise a waiter would find the recorded pid dead beside a flock
+  the child still holds, and reclaim a live lock.
 """
 import time
 
@@ -39,6 +44,7 @@ CLI_WINDOW = 5.0  # the same for the command line's longer budget
 SHORT_BUDGET = 3.0  # a waiter or holder with at most this long to its deadline is a hook
 KEEPALIVE_EVERY = 0.25  # a quarter of the smallest window
 _RESIDUE_SUFFIXES = (".tmp", ".reclaimed", ".released")
+_HELD = []  # the locks this process has installed and not released (adopt_held hands them to a child)
 
 
 class ProjectLock:
@@ -97,6 +103,7 @@ class ProjectLock:
                         prepared = self._prepare()
                     fast_os.rename(prepared, self.lock_dir)
                     self._installed = True
+                    _HELD.append(self)
                     if self._keepalive_wanted:
                         self._start_keepalive()
                     return
@@ -193,27 +200,57 @@ class ProjectLock:
 
     # -- holding -----------------------------------------------------------------------------
     def _start_keepalive(self):
-        """Touch the owner record every KEEPALIVE_EVERY seconds until release (a daemon thread:
-        a process that dies takes it along, and then the flock proves the lock dead)."""
-        import threading  # the command line only: hooks never hold the lock this long
+        """Touch the owner record every KEEPALIVE_EVERY seconds until release, from a thread (the
+        C `_thread`: no import cost; a process that dies takes it along, and then the flock proves
+        the lock dead). Stopping waits out a touch in progress, so none lands after the close."""
+        import _thread
 
-        stop = threading.Event()
-        fd = self._owner_fd
+        wake, busy, fd, stopped = _thread.allocate_lock(), _thread.allocate_lock(), self._owner_fd, []
+        wake.acquire()
 
         def beat():
-            while not stop.wait(KEEPALIVE_EVERY):
-                try:
-                    fast_os.utime(fd)
-                except OSError:
-                    return
+            while not wake.acquire(True, KEEPALIVE_EVERY):
+                with busy:
+                    if stopped:
+                        return
+                    try:
+                        fast_os.utime(fd)
+                    except OSError:
+                        return
 
-        threading.Thread(target=beat, name="intent-loop-lock-keepalive", daemon=True).start()
+        def stop():
+            with busy:
+                stopped.append(True)
+            wake.release()
+
+        _thread.start_new_thread(beat, ())
         self._keepalive = stop
 
     def _stop_keepalive(self):
         if self._keepalive is not None:
-            self._keepalive.set()
+            self._keepalive()
         self._keepalive = None
+
+    def adopt(self):
+        """Make this process the lock's recorded owner: called by a forked child that inherited the
+        lock (its flock is the same open file description) and finishes the work under it, before
+        the parent that installed it exits. Under the gate the record is rewritten with the child's
+        pid and start time (same token), so no waiter ever finds a dead pid beside a held flock;
+        then the child heartbeats from a thread until it releases, so a sync the disk stalls reads
+        as a live holder making progress. False when the lock is no longer ours (nothing written)."""
+        if self._owner_fd is None:
+            return False
+        self._keepalive = None  # the parent's keepalive thread did not survive the fork
+        with _Gate(self.project_dir, time.monotonic() + 1.0):
+            if not self.is_held():
+                return False
+            record = {"pid": fast_os.getpid(), "token": self.token,
+                      "process_start": platform.process_start_time(fast_os.getpid()), "acquired_at": time.time()}
+            data = dumps(record).encode()
+            fast_os.ftruncate(self._owner_fd, 0)
+            fast_os.pwrite(self._owner_fd, data, 0)
+        self._start_keepalive()
+        return True
 
     def heartbeat(self):
         """Show waiters we are making progress (touch the owner record)."""
@@ -245,6 +282,8 @@ class ProjectLock:
 
     def _release(self):
         self._stop_keepalive()  # before the descriptor it touches is closed
+        if self in _HELD:
+            _HELD.remove(self)
         if self._owner_fd is None:
             return
         marker = f"{self.lock_dir}.{self.token}.released"
@@ -269,6 +308,16 @@ class ProjectLock:
             if name.endswith(".tmp") and _is_being_prepared(path):
                 continue  # another waiter's prepared directory
             remove_lock_tree(path)
+
+
+def holds_any():
+    """True while this process holds a project lock (a committed transaction handed over)."""
+    return bool(_HELD)
+
+
+def adopt_held():
+    """In a forked child: adopt every lock the parent held (ProjectLock.adopt); how many were."""
+    return sum(1 for lock in list(_HELD) if lock.adopt())
 
 
 class _Gate:
