@@ -33,8 +33,10 @@ if sys.version_info<(3,11):sys.stderr.write("intent-loop: PYTHON_NOT_FOUND: %s i
 _r=sys.argv.pop(1)
 if _r:
   import posix
-  _s=posix.stat(sys.executable);_i,_,_p=_r.partition("|")
-  if _i!="%d %d %d %d %d.%d.%d"%((_s.st_dev,_s.st_ino,_s.st_size,_s.st_mtime_ns)+sys.version_info[:3]):
+  _i,_,_p=_r.partition("|")
+  try:_s=posix.stat(sys.executable);_k="%d %d %d %d %d.%d.%d"%((_s.st_dev,_s.st_ino,_s.st_size,_s.st_mtime_ns)+sys.version_info[:3])
+  except OSError:_k=""
+  if _i!=_k:
     try:posix.unlink(_p)
     except OSError:pass
 '
@@ -206,7 +208,7 @@ leave_venv() {
   done
   IFS=$default_ifs; set +f
   is_agent_place "$venv" && return 1
-  home=$(sed -n 's/^[ \t]*home[ \t]*=[ \t]*//p' "$venv/pyvenv.cfg" | head -n 1)
+  home=$(sed -n 's/^[[:space:]]*home[[:space:]]*=[[:space:]]*//p' "$venv/pyvenv.cfg" | head -n 1)
   case $home in /*) echo "${home%/}/${1##*/}" ;; *) return 1 ;; esac
 }
 
