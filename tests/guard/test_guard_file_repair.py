@@ -279,13 +279,13 @@ def _check_real_run(name, box, real, rc, info):
     elif name == "task_without_goal":
         assert real["action"] == "absent" and real.get("code") == "PROJECTION_INCOMPLETE", real
         assert real.get("task_id"), real
-    elif name == "goal_recorded_file_deleted":
-        assert real["action"] in ("published", "rewritten"), real
+    elif name == "goal_recorded_file_deleted":  # a takeover (issue 33): the recorded version goes back
+        assert real["action"] == "restored" and real["restored"] == "missing", real
         assert identity(valid_provider(box.guard_bytes()))[1] == real["version"]
     elif name == "file_current":
         assert real["action"] == "unchanged" and real["version"] == info["version"], real
     elif name == "new_claim_file_restored_to_older_bytes":
-        assert real["action"] in ("published", "rewritten"), real
+        assert real["action"] == "restored" and real["restored"] == "other_version", real
         assert real["version"] == info["older_version"] + 1, real
         assert identity(valid_provider(box.guard_bytes()))[1] == real["version"]
     elif name == "too_large":
@@ -396,8 +396,8 @@ def test_a_damaged_file_of_ours_is_repaired(box, damage, how):
     # nothing changed: the recorded publication is written back, never a new version
     assert identity(doc) == (ref, version, digest)
     assert box.published_versions() == versions_before
-    if how == "contract_publish":
-        assert result["action"] == "rewritten", result
+    if how == "contract_publish":  # emptied is a takeover (issue 33), restored as it was
+        assert result["action"] == ("restored" if damage == "emptied" else "rewritten"), result
         assert (result.get("version"), result.get("sha256")) == (version, digest), result
 
 
@@ -419,10 +419,25 @@ FOREIGN = {
 
 @pytest.mark.parametrize("how", TRIGGERS)
 @pytest.mark.parametrize("kind", list(FOREIGN))
-def test_a_file_someone_else_wrote_is_never_overwritten(box, kind, how):
-    good, _identity = _record_ours(box)
+def test_a_file_someone_else_wrote_after_we_published_is_restored_over(box, kind, how):
+    """Issue 33: while our task is on and we hold the path, any other file there is a takeover."""
+    good, (ref, version, digest) = _record_ours(box)
     foreign = FOREIGN[kind](good)
     box.write_guard(foreign)
+    result = _trigger(box, how)
+    doc = valid_provider(box.guard_bytes())
+    assert doc["envelope"]["contract_ref"] == ref
+    if how == "contract_publish":
+        assert result["action"] == "restored" and identity(doc) == (ref, version, digest), result
+        assert result["restored"] in ("lite", "other_ref", "other"), result
+
+
+@pytest.mark.parametrize("how", TRIGGERS)
+@pytest.mark.parametrize("kind", list(FOREIGN))
+def test_a_file_someone_else_wrote_before_we_published_is_never_overwritten(box, kind, how):
+    box.write_guard(FOREIGN[kind](b""))
+    foreign = box.guard_bytes()
+    box.prompt("intent: goal ship the repair\nintent: must keep tests green")
     result = _trigger(box, how)
     assert box.guard_bytes() == foreign
     if how == "contract_publish":

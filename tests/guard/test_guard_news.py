@@ -10,6 +10,7 @@ from helpers import hook_binaries
 from helpers.dist import requires_dist
 from helpers.hook_binaries import events, fixture, hook, prompt_payload
 from intent_loop.guard import contract_file
+from intent_loop.ops.receipts import restored_text
 
 pytestmark = requires_dist
 env = hook_binaries.env
@@ -50,6 +51,13 @@ def test_a_damaged_guard_file_of_ours_is_repaired_after_a_prose_prompt_and_told(
     after = envelope(ws)
     assert (after["contract_ref"], after["contract_version"], after["snapshot_sha256"]) == \
         (before["contract_ref"], before["contract_version"], before["snapshot_sha256"])
+    if shape == "emptied":  # a takeover (issue 33): restored as it was, recorded, told as such
+        assert [e["event_type"] for e in events(env, ws)[count:]] == ["source_observed", "contract_restored"]
+        told = hook("UserPromptSubmit", prompt_payload(ws, "and then", turn="t3"), env)[1]
+        assert told["systemMessage"] == "intent-loop: " + restored_text("emptied", before["contract_version"])
+        again = hook("UserPromptSubmit", prompt_payload(ws, "once more", turn="t4"), env)[1]
+        assert "systemMessage" not in again
+        return
     assert len(events(env, ws)) == count + 1  # the prompt's own hash-only observation, no new version
     told = hook("UserPromptSubmit", prompt_payload(ws, "and then", turn="t3"), env)[1]
     assert told["systemMessage"].startswith(f"intent-loop: repaired the Guard file (it was {shape}); "
@@ -58,11 +66,13 @@ def test_a_damaged_guard_file_of_ours_is_repaired_after_a_prose_prompt_and_told(
     assert "systemMessage" not in again
 
 
-def test_a_foreign_file_is_never_touched_by_the_repair(env, ws):
-    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship the parser", turn="t1"), env)
+def test_a_file_there_before_we_ever_published_is_never_touched(env, ws):
+    os.mkdir(os.path.dirname(guard_path(ws)))
     with open(guard_path(ws), "wb") as fh:
         fh.write(b"hello, this is the user's own file\n")
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship the parser", turn="t1"), env)
     hook("UserPromptSubmit", prompt_payload(ws, "please go on", turn="t2"), env)
+    hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="t1"), env)
     with open(guard_path(ws), "rb") as fh:
         assert fh.read() == b"hello, this is the user's own file\n"
 

@@ -221,8 +221,8 @@ def test_deleted_cache_never_reuses_a_version(project, workspace):
     shutil.rmtree(project.cache_dir)
     assert refresh_procs(project, workspace) == [["published", 2]]
     shutil.rmtree(project.cache_dir)
-    os.unlink(contract_path(workspace))
-    assert refresh_procs(project, workspace) == [["rewritten", 2]]
+    os.unlink(contract_path(workspace))  # a takeover (issue 33): the recorded v2 goes back as it was
+    assert refresh_procs(project, workspace) == [["restored", 2]]
     versions = [p["contract_version"] for p in publications(project)]
     assert versions == [1, 2]
     assert read_doc(workspace)["envelope"]["contract_version"] == 2
@@ -424,7 +424,8 @@ def test_a_contract_guard_would_refuse_keeps_the_previous_version_and_says_so(pr
     assert [p["contract_version"] for p in publications(project)] == [1]
 
 
-def test_a_damaged_file_of_ours_is_rewritten(project, workspace):
+def test_a_forged_file_at_our_version_is_restored_one_version_up(project, workspace):
+    """Guard bound (ref, v1) to the forged content: our contract goes back as v2 (issue 33)."""
     run(project, workspace, "intent: goal ship it")
     path = contract_path(workspace)
     doc = json.loads(open(path, "rb").read())
@@ -433,11 +434,12 @@ def test_a_damaged_file_of_ours_is_rewritten(project, workspace):
         json.dump(doc, fh)
     with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
         result = provider.refresh(tx, workspace=workspace, env={})
-    assert result["action"] == "rewritten" and result["version"] == 1
+    assert result["action"] == "restored" and result["version"] == 2 and result["restored"] == "same_version"
     assert read_doc(workspace)["projection"]["objective"] == "ship it"
+    assert read_doc(workspace)["envelope"]["contract_version"] == 2
 
 
-def test_an_oversized_file_of_ours_is_recognised_and_rewritten(project, workspace):
+def test_an_oversized_file_of_ours_is_recognised_and_restored(project, workspace):
     run(project, workspace, "intent: goal ship it")
     path = contract_path(workspace)
     doc = json.loads(open(path, "rb").read())
@@ -447,7 +449,7 @@ def test_an_oversized_file_of_ours_is_recognised_and_rewritten(project, workspac
     assert os.path.getsize(path) > 262_144
     assert provider.read_file_state(path, state_of(project))["kind"] == "ours"
     with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
-        assert provider.refresh(tx, workspace=workspace, env={})["action"] == "rewritten"
+        assert provider.refresh(tx, workspace=workspace, env={})["action"] == "restored"
     assert os.path.getsize(path) < 262_144
 
 

@@ -150,12 +150,14 @@ def test_doctor_fails_on_a_guard_file_of_ours_at_a_version_we_never_recorded(env
     check = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["guard_file"]
     assert not check["ok"] and check["detail"].startswith("GUARD_VERSION_UNRECORDED: "), check
     assert "contract publish" in check["next_action"]
+    # outside a recovery the file's version is never taken (issue 33): our v1 goes back as it was
     proc, _t = cli(env, ws, "contract", "publish", "--json")
-    assert proc.returncode == 0 and json.loads(proc.stdout)["version"] == 8
-    assert _guard(ws)["contract_version"] == 8
+    assert proc.returncode == 0 and json.loads(proc.stdout)["version"] == 1
+    assert json.loads(proc.stdout)["action"] == "restored"
+    assert _guard(ws)["contract_version"] == 1
     proc, _t = cli(env, ws, "doctor", "--json")
     check = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["guard_file"]
-    assert check["ok"] and check["detail"] == "ours version 8"
+    assert check["ok"] and check["detail"] == "ours version 1"
 
 
 def test_deleting_the_task_also_removes_its_ref_from_the_recovery_floor(env, ws):
@@ -172,9 +174,10 @@ def test_deleting_the_task_also_removes_its_ref_from_the_recovery_floor(env, ws)
         if os.path.exists(project.ledger) else True
 
 
-def test_the_next_stop_replaces_an_unrecorded_file_of_ours_above_its_version(env, ws):
-    """A ledger restored from an older copy: Guard saw v5, the ledger knows v1. The next refresh
-    must not publish v2 (Guard saw a v2 with other content); it goes above the file's version."""
+def test_the_next_stop_restores_our_version_over_an_unrecorded_file_of_ours(env, ws):
+    """A file naming our task at v5, which the ledger never recorded: outside `recover --apply` its
+    version is never taken (a forged 2^53-1 would leave none to publish; issue 33): the next Stop
+    writes the recorded v1 back unchanged."""
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it", turn="t-1"), env)
     path = os.path.join(ws, ".execution-fidelity", "contract.json")
     doc = json.loads(open(path, "rb").read())
@@ -185,8 +188,8 @@ def test_the_next_stop_replaces_an_unrecorded_file_of_ours_above_its_version(env
         fh.write(document.render_document(newer))
     proc, _t = cli(env, ws, "contract", "show", "--json")
     shown = json.loads(proc.stdout)
-    assert shown["file_state"] == "unrecorded" and shown["next_version"] == 6, shown
+    assert shown["file_state"] == "unrecorded" and shown["next_version"] == 1, shown
     hook("Stop", hook_binaries.fixture("stop.turn1.json", ws, session_id=prompt_payload(ws, "x")["session_id"]), env)
     after = _guard(ws)
-    assert after["contract_version"] == 6 and after["snapshot_sha256"] == doc["envelope"]["snapshot_sha256"]
-    assert [v for _r, v, _h in _published(project_of(env, ws))] == [1, 6]
+    assert after["contract_version"] == 1 and after["snapshot_sha256"] == doc["envelope"]["snapshot_sha256"]
+    assert [v for _r, v, _h in _published(project_of(env, ws))] == [1]

@@ -39,6 +39,8 @@ PATH_MODULES = {
     # what each verb does (ops/verb_runner) from running them as one mutation (+1), and redact.py
     # into its rules (secret_rules, +1) and its patterns (redact_passes, loaded only for text the
     # pre-filter cannot clear: 0 here; import and redaction of an ordinary prompt 0.60 ms, from 0.73)
-    "prompt with two commands": 66,
+    # issue 33 item 4: every operation on the Guard file goes through descriptors walked down from
+    # the project root (guard/guard_dir, +1), which neither provider nor file_state had room for
+    "prompt with two commands": 67,
     "Stop": 33,  # the Stop's recording and Guard refresh run after its answer (hook/turn_end.py)
 }

@@ -87,7 +87,7 @@ def _run(console, *, operation, params, step, publish=True, also=None):
         info = step(the_plan, request_id)
         publication = None
         if publish and the_plan.drafts:  # the contract version goes into the same ledger write as the change
-            publication = add_publication(the_plan, workspace=paths.root, env=console.env)
+            publication = add_publication(the_plan, workspace=paths.root, env=console.env, paths=paths)
         return Planned(the_plan.drafts, detail=(info, publication))
 
     def after_commit(tx, mutation):

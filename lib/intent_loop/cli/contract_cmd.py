@@ -51,7 +51,7 @@ def describe(state, paths, env):
             digest = document.projection_sha256(projection)
             published = task.get("published")
             current = published["version"] if published else None
-            next_version = provider.next_version(state, task_id, digest, fstate)[0]
+            next_version = provider.next_version(state, task_id, digest)[0]
     kind = fstate["kind"]
     if kind == "ours":
         if fstate.get("errors"):
@@ -119,7 +119,7 @@ def cmd_validate(args, console):
 def cmd_publish(args, console):
     paths = current_project(console, writes=True)
     if args.dry_run:  # the real run's own decision (provider.plan_refresh), stopped before the write
-        publication = provider.plan_refresh(load_state(paths), workspace=paths.root, env=console.env)
+        publication = provider.plan_refresh(load_state(paths), workspace=paths.root, env=console.env, paths=paths)
         result = dict(publication.as_dict(), dry_run=True)
         if publication.writes:
             result["decided_by_writing"] = DECIDED_BY_WRITING

@@ -134,6 +134,10 @@ def describe(event):
         return f"{who} turned task {task} {payload['mode']}"
     if etype == "contract_published":
         return f"Guard contract v{payload['contract_version']} published (task {task})"
+    if etype == "contract_restored":
+        from intent_loop.ops.receipts import restored_history
+
+        return restored_history(payload, task)
     if etype == "contract_version_floor":
         return "recovery kept the Guard versions published before the cut: " + ", ".join(
             f"{ref[len('intent:'):][:8]} v{version}" for ref, version in sorted(payload.get("floors", {}).items()))

@@ -99,7 +99,7 @@ def cmd_status(args, console):
         result["tasks"] = rows
         result["newest_task"] = state["last_change"]["task_id"]
         fstate = provider.read_file_state(ppath, state)
-        pending = provider.plan_refresh(state, workspace=paths.root, env=console.env)
+        pending = provider.plan_refresh(state, workspace=paths.root, env=console.env, paths=paths)
         if pending.code:  # why Guard is not (or no longer) getting this project's contract
             result["guard_not_updated"] = {"code": pending.code, "reason": pending.reason}
         result["guard"] = guard_status(pending.as_dict())  # the line `intent: show` ends with too
@@ -177,7 +177,7 @@ def cmd_show(args, console):
         return 0
     kwargs = {} if args.max_chars is None else {"max_chars": args.max_chars}
     view = compact_view(state, task_id, for_user=True, **kwargs)
-    guard = guard_status(provider.plan_refresh(state, workspace=paths.root, env=console.env).as_dict())
+    guard = guard_status(provider.plan_refresh(state, workspace=paths.root, env=console.env, paths=paths).as_dict())
     if args.json:
         console.json({"task_id": task_id, "view": view, "guard": guard})
     else:

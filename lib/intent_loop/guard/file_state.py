@@ -42,7 +42,12 @@ def read_bytes(path, cap=OWN_FILE_READ_CAP):
 def read_file_state(path, state):
     """Classify what is at the provider path: missing, ours (task_id, version, sha, and `damage`
     when it needs a repair), unrecorded, or foreign (with a true `why`)."""
-    data, why = read_bytes(path)
+    return classify_bytes(*read_bytes(path), state)
+
+
+def classify_bytes(data, why, state):
+    """read_file_state for bytes already read (guard_dir.GuardDir.read: through the directory's
+    descriptor)."""
     if data is None:
         return {"kind": "missing"} if why == "missing" else {"kind": "foreign", "why": why}
     kind, doc, errors = contract_file.validate_document_bytes(data)
@@ -154,3 +159,137 @@ def _owning_task(doc, state):
         # a task only a recovery's floor remembers (its events were in the damaged suffix)
         return (task_id, version, digest, False) if version_floor(state, task_id) else None
     return task_id, version, digest, task.get("publications", {}).get(str(version)) == digest
+
+
+# -- what we last wrote at each Guard path (issue 33, item 3) -------------------------------------
+# Kept in the project's data directory, which the agent cannot write: while it names a path, any
+# other content there is a takeover and our publication is written back; a path it does not name
+# (we never wrote there, or withdrew since) holds the user's file, never touched.
+RECORD_NAME = "guard-file.json"
+KEPT_DIR = "guard-replaced"
+KEEP_CAP = 262_144  # the replaced bytes kept under the data root, at most Guard's own size limit
+_RECORD_CAP = 1 << 20
+_RECORD_KEYS = {"contract_ref": str, "contract_version": int, "snapshot_sha256": str, "file_sha256": str}
+
+
+def _record_file(paths):
+    return fast_os.path.join(paths.dir, RECORD_NAME)
+
+
+def _read_records(paths):
+    from intent_loop.errors import IntentLoopError
+    from intent_loop.storage.paths import read_capped
+
+    try:
+        data = read_capped(_record_file(paths), _RECORD_CAP)
+    except (IntentLoopError, OSError):
+        return {}
+    doc = parse_loosely(data) if data is not None else None
+    files = doc.get("files") if isinstance(doc, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+def read_record(paths, path):
+    """What we last wrote at `path` ({contract_ref, contract_version, snapshot_sha256,
+    file_sha256}), or None: we never wrote there, or withdrew our file since."""
+    entry = _read_records(paths).get(path)
+    if not isinstance(entry, dict) or set(entry) != set(_RECORD_KEYS) \
+            or not all(type(entry[k]) is t for k, t in _RECORD_KEYS.items()):
+        return None
+    return entry
+
+
+def write_record(paths, path, entry):
+    """Remember what we wrote at `path` (None: forget it: the path is the user's again)."""
+    from intent_loop.base.canonical import canonical_bytes
+    from intent_loop.storage.atomic import replace_atomically
+
+    files = _read_records(paths)
+    if files.get(path) == entry or (entry is None and path not in files):
+        return
+    if entry is None:
+        files.pop(path, None)
+    else:
+        files[path] = entry
+    # atomic, not synced: a record lost to a crash leaves the file to read_file_state's ledger
+    # check (ours or not), which never overwrites a file it cannot prove ours
+    replace_atomically(_record_file(paths), canonical_bytes({"files": files}), durable=False)
+
+
+def keep_replaced(paths, data):
+    """Keep the bytes a restoration replaces (capped) under the data root; returns their name
+    relative to the project's data directory."""
+    from intent_loop.storage.atomic import replace_atomically
+    from intent_loop.storage.paths import ensure_directory
+
+    name = kept_name(data)
+    ensure_directory(fast_os.path.join(paths.dir, KEPT_DIR))
+    target = fast_os.path.join(paths.dir, name)
+    if not fast_os.path.exists(target):
+        replace_atomically(target, data[:KEEP_CAP], mode=0o600)
+    return name
+
+
+def kept_name(data):
+    """Where keep_replaced keeps these bytes, relative to the project's data directory."""
+    from intent_loop.base.canonical import sha256_hex
+
+    return f"{KEPT_DIR}/{sha256_hex(data[:KEEP_CAP])}.bin"
+
+
+def takeover_kind(record, data, current, *, file_sha256):
+    """How the file at a path we hold (`record`) differs from what we wrote there, or None when it
+    is still ours: the same bytes, or a whole document of ours with the same ref, version and hash.
+    missing | emptied | same_version (our ref and version, other content) | other_version (our
+    ref, another version) | other_ref | lite | other."""
+    if data is None:
+        return "missing" if current.get("why") == "missing" or current["kind"] == "missing" else "other"
+    if file_sha256 == record["file_sha256"]:
+        return None
+    if current["kind"] in ("ours", "unrecorded") and current.get("damage") not in (None, "emptied") \
+            and f"intent:{current['task_id']}" == record["contract_ref"] \
+            and current["version"] == record["contract_version"]:
+        return None  # our own document, damaged as a crash or a cut copy leaves it: repaired, not restored
+    if current["kind"] == "ours" and not current.get("errors") and not current.get("damage") \
+            and f"intent:{current['task_id']}" == record["contract_ref"] \
+            and current["version"] == record["contract_version"] and current["sha256"] == record["snapshot_sha256"]:
+        return None
+    if not data.strip():
+        return "emptied"
+    named = named_version(parse_loosely(data[:OWN_FILE_READ_CAP]))
+    if named is not None:
+        ref, version = named
+        if ref == record["contract_ref"]:
+            return "same_version" if version == record["contract_version"] else "other_version"
+        return "other_ref"
+    kind, _doc, _errors = contract_file.validate_document_bytes(data)
+    return "lite" if kind == "lite" else "other"
+
+
+def named_version(doc):
+    envelope = doc.get("envelope") if isinstance(doc, dict) else None
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("contract_ref"), str):
+        return None
+    return envelope["contract_ref"], envelope.get("contract_version")
+
+
+def clear_copies(paths, needles, *, task_id=None):
+    """Deletion (ops/derived_copies.py): the kept bytes of restorations that hold a deleted id or
+    statement go, and with a whole task, the record of our file naming it. Returns what went."""
+    cleared = []
+    directory = fast_os.path.join(paths.dir, KEPT_DIR)
+    try:
+        names = sorted(fast_os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
+        data, _why = read_bytes(fast_os.path.join(directory, name), KEEP_CAP)
+        if data is not None and any(needle in data for needle in needles):
+            fast_os.unlink(fast_os.path.join(directory, name))
+            cleared.append({"path": f"{KEPT_DIR}/{name}", "why": "a Guard file a restoration replaced, naming it"})
+    if task_id is not None:
+        for path, entry in list(_read_records(paths).items()):
+            if isinstance(entry, dict) and entry.get("contract_ref") == f"intent:{task_id}":
+                write_record(paths, path, None)
+                cleared.append({"path": RECORD_NAME, "why": f"the record of our Guard file at {path}"})
+    return cleared

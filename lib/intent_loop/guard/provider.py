@@ -8,17 +8,17 @@ skip a version, and the file on disk never goes back to an older one.
 import stat
 import time
 
-from intent_loop.base import fast_os, platform
+from intent_loop.base import fast_os
+from intent_loop.base.canonical import sha256_hex
 from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.guard import acceptance, contract_file, document
+from intent_loop.guard import acceptance, contract_file, document, file_state, guard_dir
 from intent_loop.guard.file_state import guard_file_version, read_file_state  # noqa: F401 (re-exported)
 from intent_loop.guard.location import DEFAULT_PATH, provider_path  # noqa: F401 (re-exported)
 from intent_loop.intent.claim_records import shown_active
 from intent_loop.intent.claim_text import split_sources
 from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.state import version_floor
-from intent_loop.storage.atomic import replace_atomically
 from intent_loop.storage.ledger import Draft
 
 DEFAULT_SURFACE = "repository"
@@ -114,21 +114,21 @@ def shadowed_tasks(state, selected):
     return sorted(t for t in state["tasks"] if t != selected)
 
 
-def next_version(state, task_id, digest, current):
+def next_version(state, task_id, digest, *, above=0):
     """(version, is_new) of the task's publication of `digest`: a new one goes above the task's
-    last publication, a recovery's floor and a file of ours at an unrecorded version (Guard may
-    have seen either), so no (ref, version) ever comes back with other content."""
+    last publication and a recovery's floor, so no (ref, version) ever comes back with other
+    content. `above`: a version another file at the path reused with other content (Guard bound
+    that pair to it), which the next publication must exceed. The file's version never counts
+    otherwise: a forged 2^53-1 would leave no valid version to publish (issue 33, item 3)."""
     task = state["tasks"][task_id]
     published = task.get("published")
     # every version the task recorded, not only the one `published` names: in a cache-backed state
     # that pointer is lifecycle a hand edit can move back to an older (still verified) publication
     recorded = max((int(v) for v in task.get("publications", {}) if v.isascii() and v.isdigit()), default=0)
     floor = max(published["version"] if published else 0, recorded, version_floor(state, task_id))
-    if current["kind"] in ("ours", "unrecorded") and current["task_id"] == task_id:
-        floor = max(floor, current["version"])  # Guard may have seen it: never reissued with other content
-    if published and published["sha256"] == digest and published["version"] >= floor:
+    if published and published["sha256"] == digest and published["version"] >= floor and above < floor:
         return published["version"], False
-    return floor + 1, True
+    return max(floor, above) + 1, True
 
 
 class Publication:
@@ -138,13 +138,21 @@ class Publication:
     """
 
     __slots__ = ("action", "path", "task_id", "version", "sha256", "reason", "draft", "document", "remove", "code",
-                 "repaired")
+                 "repaired", "restored", "kept", "root", "paths", "record", "replaced", "note")
+
+    @property
+    def drafts(self):
+        """The events carrying it out records: its publication, and a restoration's note."""
+        return [d for d in (self.draft, self.note) if d is not None]
 
     def __init__(self, action, path, *, task_id=None, version=None, sha256=None, reason=None,
                  draft=None, document=None, remove=False, code=None, repaired=None):
         self.action, self.path, self.task_id, self.version = action, path, task_id, version
         self.sha256, self.reason, self.draft, self.document, self.remove = sha256, reason, draft, document, remove
         self.code, self.repaired = code, repaired
+        # a takeover (what was found, where its bytes are kept); where the file and the record of
+        # what we wrote there live (the record's new entry, or False to forget it)
+        self.restored = self.kept = self.root = self.paths = self.record = self.replaced = self.note = None
 
     @property
     def writes(self):
@@ -153,22 +161,31 @@ class Publication:
 
     def as_dict(self):
         return {k: getattr(self, k) for k in ("action", "path", "task_id", "version", "sha256", "reason", "code",
-                                              "repaired") if getattr(self, k) is not None}
+                                              "repaired", "restored", "kept") if getattr(self, k) is not None}
 
 
-def plan_refresh(state, *, workspace, env, now=time.time, cwd=None):
+def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
     """Decide the publication for `state` (the state as it will be after the pending events).
 
     `workspace` is the project root (a realpath); `cwd` the hook payload's `cwd` as given, which
-    Guard resolves EFG_CONTRACT_PATH against (the CLI has no payload: its cwd is the root)."""
+    Guard resolves EFG_CONTRACT_PATH against (the CLI has no payload: its cwd is the root).
+    `paths`: the project's data paths, where the record of what we last wrote at the path is
+    kept (without them a takeover is not recognised: read-only callers that have none)."""
     path, outside = guard_file(cwd or workspace, env, project_root=workspace)
     if outside is not None:
         return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
     not_a_directory = directory_problem(path)
     if not_a_directory is not None:
         return Publication("error", path, reason=not_a_directory, code=ErrorCode.PROVIDER_PATH_FOREIGN)
+    try:
+        data, why = _read_at(path, workspace)
+    except IntentLoopError as exc:
+        return Publication("error", path, reason=exc.message, code=exc.code)
+    current = file_state.classify_bytes(data, why, state)
+    record = file_state.read_record(paths, path) if paths is not None else None
+    taken = None if record is None else file_state.takeover_kind(
+        record, data, current, file_sha256=None if data is None else sha256_hex(data))
     task_id, reason = select_task(state)
-    current = read_file_state(path, state)
     projection = code = None
     if task_id is not None:
         projection = projection_for(state["tasks"][task_id], project_root=workspace)
@@ -177,27 +194,67 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None):
             code = ErrorCode.PROJECTION_INCOMPLETE
     if projection is None:
         # A file naming our task at a version we never recorded (a recovery cut its event) is ours
-        # to withdraw: left alone it would keep an old contract in force.
+        # to withdraw: left alone it would keep an old contract in force. Withdrawn, the path is
+        # the user's: the record of what we wrote there is forgotten.
         mine = current["kind"] in ("ours", "unrecorded")
         action = "removed" if mine else {"foreign": "foreign"}.get(current["kind"], "absent")
-        return Publication(action, path, task_id=task_id, reason=reason, remove=mine, code=code)
-    return _plan_publish(path, current, state, state["tasks"][task_id], projection, now)
+        publication = Publication(action, path, task_id=task_id, reason=reason, remove=mine, code=code)
+    else:
+        publication = _plan_publish(path, current, state, state["tasks"][task_id], projection, now,
+                                    taken=taken, data=data)
+    publication.root, publication.paths = workspace, paths
+    if paths is not None:
+        _plan_record(publication, record, data, current)
+    return publication
 
 
-def _plan_publish(path, current, state, task, projection, now):
+def _read_at(path, workspace):
+    """The Guard file's bytes and why there are none, read through the directory's descriptor."""
+    directory = guard_dir.open_guard_dir(path, workspace)
+    if directory is None:
+        return None, "missing"
+    with directory:
+        return directory.read(file_state.OWN_FILE_READ_CAP)
+
+
+def _plan_record(publication, record, data, current):
+    """What the record of our last write at the path becomes once the publication is carried out."""
+    if publication.document is not None:
+        publication.record = {"contract_ref": f"intent:{publication.task_id}",
+                              "contract_version": publication.version, "snapshot_sha256": publication.sha256,
+                              "file_sha256": sha256_hex(publication.document)}
+    elif publication.action == "unchanged" and data is not None:
+        publication.record = {"contract_ref": f"intent:{publication.task_id}", "contract_version": current["version"],
+                              "snapshot_sha256": current["sha256"], "file_sha256": sha256_hex(data)}
+        if publication.record == record:
+            publication.record = None
+    elif publication.action in ("removed", "absent", "foreign") and record is not None:
+        publication.record = False
+
+
+def _plan_publish(path, current, state, task, projection, now, *, taken=None, data=None):
     task_id = task["task_id"]
     digest = document.projection_sha256(projection)
     published = task.get("published")
-    version, is_new = next_version(state, task_id, digest, current)
+    version, is_new = next_version(state, task_id, digest)
+    named = file_state.named_version(file_state.parse_loosely(data)) if data else None
+    if named == (f"intent:{task_id}", version) and (taken is not None or current["kind"] == "unrecorded"):
+        version, is_new = next_version(state, task_id, digest, above=version)  # Guard bound that pair elsewhere
     refs = list(task["claim_events"])
     doc = document.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
                                   source_message_refs=refs,
                                   updated_at=format_utc(now()))
     known = {"task_id": task_id, "version": version, "sha256": digest}
     # Never publish what Guard would refuse, and never withdraw for it either: the version Guard
-    # enforces stays in force, and the receipt and `status` say so and why.
-    enforced = (f"Guard still enforces v{published['version']}" if published
-                else "Guard has no contract for this task yet")
+    # enforces stays in force, and the receipt and `status` say so and why. "Guard still enforces
+    # vN" only when the file at the path is vN.
+    if published and current["kind"] == "ours" and current["version"] == published["version"] \
+            and not current.get("errors") and taken is None:
+        enforced = f"Guard still enforces v{published['version']}"
+    elif published:
+        enforced = f"Guard does not enforce v{published['version']}: the file at {path} is not it"
+    else:
+        enforced = "Guard has no contract for this task yet"
     errors = acceptance.validate_provider_document(doc)
     if errors:
         return Publication("invalid", path, reason=f"{enforced}: the new contract would be invalid to Guard ("
@@ -207,19 +264,40 @@ def _plan_publish(path, current, state, task, projection, now):
         return Publication("too_large", path, code=ErrorCode.CONTRACT_TOO_LARGE, reason=(
             f"{enforced}: the contract would be {len(rendered) / 1024:.0f} KiB > "
             f"{contract_file.MAX_DOCUMENT_BYTES // 1024} KiB; drop or shorten claims"), **known)
+    if taken is not None:
+        return _plan_restore(path, taken, data, rendered, refs, is_new=is_new, **known)
     if current["kind"] == "foreign":
         return Publication("foreign", path, reason=foreign_reason(path, current), **known)
     repaired = f"repaired the Guard file: it was {current['damage']}" if current.get("damage") else None
     if is_new:
-        draft = Draft("contract_published", task_id, "system", {
-            "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
-            "source_message_refs": refs})
-        return Publication("published", path, draft=draft, document=rendered, repaired=repaired, **known)
+        return Publication("published", path, draft=_published_draft(task_id, version, digest, refs),
+                           document=rendered, repaired=repaired, **known)
     if current["kind"] == "ours" and current["task_id"] == task_id and current["version"] == version \
             and not current.get("errors"):
         return Publication("unchanged", path, **known)
     # a damaged or older file of ours: the recorded (ref, version, hash) written back as it was
     return Publication("rewritten", path, document=rendered, repaired=repaired, **known)
+
+
+def _published_draft(task_id, version, digest, refs, **extra):
+    return Draft("contract_published", task_id, "system", dict({
+        "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": digest,
+        "source_message_refs": refs}, **extra))
+
+
+def _plan_restore(path, taken, data, rendered, refs, *, is_new, task_id, version, sha256):
+    """A takeover of the path we hold: our publication goes back (the same version, or the next
+    when the file reused it or the contract changed meanwhile: then a `contract_published` too),
+    recorded as a `contract_restored` naming what was found and where its bytes are kept."""
+    kept = file_state.kept_name(data) if data is not None else None
+    publication = Publication("restored", path, draft=_published_draft(task_id, version, sha256, refs) if is_new
+                              else None, document=rendered, task_id=task_id, version=version, sha256=sha256)
+    publication.restored, publication.kept, publication.replaced = taken, kept, data
+    publication.note = Draft("contract_restored", task_id, "system", {
+        "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": sha256,
+        "found": taken, "replaced_bytes": len(data) if data is not None else 0,
+        "replaced_sha256": sha256_hex(data) if data is not None else None, "kept": kept})
+    return publication
 
 
 def foreign_reason(path, current):
@@ -248,59 +326,53 @@ def apply_file(publication, *, sync_later=None):
 
     `sync_later(sync)`: the file is renamed into place now, so Guard reads the new contract from
     this instant, and its syncs are left to `sync` (a hook's transaction runs it after the answer:
-    storage.transaction.Transaction.sync_later); without it the file is written durably here."""
-    if publication.remove:
+    storage.transaction.Transaction.sync_later); without it the file is written durably here.
+    Every step goes through the directory's descriptor (guard_dir); a takeover's bytes are kept
+    under the data root before they are replaced."""
+    root = publication.root or fast_os.path.dirname(fast_os.path.dirname(publication.path))
+    if publication.remove or publication.document is not None:
         try:
-            fast_os.unlink(publication.path)
-        except FileNotFoundError:
-            pass
-    elif publication.document is not None:
-        write_document(publication.path, publication.document, sync_later=sync_later)
+            _carry_out(publication, root, sync_later)
+        except OSError as exc:
+            raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
+                                  f"cannot write {publication.path}: {exc.strerror}; the next refresh writes it again"
+                                  ) from exc
+    if publication.paths is not None and publication.record is not None:
+        file_state.write_record(publication.paths, publication.path, publication.record or None)
+
+
+def _carry_out(publication, root, sync_later):
+    directory = guard_dir.open_guard_dir(publication.path, root, create=publication.document is not None,
+                                         gitignore=GITIGNORE)
+    if directory is None:  # nothing to withdraw
+        return
+    with directory:
+        directory.clean_temps()
+        if publication.replaced is not None and publication.paths is not None:
+            file_state.keep_replaced(publication.paths, publication.replaced)
+        if publication.remove:
+            directory.remove()
+            return
+        fd = directory.write(publication.document, durable=sync_later is None)
+        if fd is not None:
+            sync_later(directory.sync_later(fd))
 
 
 def refresh(tx, *, workspace, env, now=time.time, cwd=None):
-    """Publish, rewrite or withdraw the provider document inside a locked transaction."""
-    publication = plan_refresh(tx.state, workspace=workspace, env=env, now=now, cwd=cwd)
-    if publication.draft is not None:
-        tx.append([publication.draft], request_id=f"publish:{publication.task_id}:{publication.version}",
-                  fingerprint=publication.sha256)
+    """Publish, rewrite, restore or withdraw the provider document inside a locked transaction."""
+    publication = plan_refresh(tx.state, workspace=workspace, env=env, now=now, cwd=cwd, paths=tx.paths)
+    if publication.drafts:
+        request_id = f"publish:{publication.task_id}:{publication.version}"
+        if publication.restored is not None:  # the same version may be restored more than once
+            request_id = f"restore:{publication.task_id}:{publication.version}:{tx.state['seq']}"
+        tx.append(publication.drafts, request_id=request_id, fingerprint=publication.sha256)
     apply_file(publication)
     return publication.as_dict()
 
 
-def write_document(path, data, *, sync_later=None):
-    """Atomic replace in the document's own directory; add a .gitignore when we create it.
-    With `sync_later` (see apply_file) the replace is atomic now and made durable by it."""
-    directory = fast_os.path.dirname(path)
-    try:
-        st = fast_os.lstat(directory)
-        if not stat.S_ISDIR(st.st_mode):
-            raise IntentLoopError(ErrorCode.PROVIDER_PATH_FOREIGN, f"{directory} is not a directory; not touching it")
-    except FileNotFoundError:
-        try:
-            fast_os.makedirs(directory, 0o755)
-            replace_atomically(fast_os.path.join(directory, ".gitignore"), GITIGNORE, mode=0o644)
-        except OSError as exc:
-            raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
-                                  f"cannot create {directory}: {exc.strerror}") from exc
-    try:
-        replace_atomically(path, data, mode=0o644, durable=sync_later is None)
-        if sync_later is not None:
-            sync_later(lambda: make_durable(path))
-    except IntentLoopError as exc:
-        if exc.code == ErrorCode.DURABILITY_UNCERTAIN:
-            return
-        raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
-                              f"{exc.message}; the next refresh writes it again") from exc
-
-
-def make_durable(path):
-    """Sync a document already renamed into place, then its directory (atomic.replace_atomically's
-    two syncs, made after the answer). A file replaced since then is synced as it now stands."""
-    fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NOFOLLOW | fast_os.O_NONBLOCK)
-    try:
-        if stat.S_ISREG(fast_os.fstat(fd).st_mode):
-            platform.fsync_file(fd)
-    finally:
-        fast_os.close(fd)
-    platform.fsync_directory(fast_os.path.dirname(path))
+def write_document(path, data, *, sync_later=None, project_root=None):
+    """Atomic replace of the Guard file at `path` (its directory walked from `project_root`,
+    default the directory above it), adding a .gitignore when we create the directory."""
+    publication = Publication("published", path, document=data)
+    publication.root = project_root
+    apply_file(publication, sync_later=sync_later)

@@ -8,12 +8,13 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
 
 
-def add_publication(plan, *, workspace, env, now=time.time, cwd=None):
+def add_publication(plan, *, workspace, env, now=time.time, cwd=None, paths=None):
     """Decide the Guard publication on the state the planned events produce and plan its
-    `contract_published` with them: one ledger write for a change and its contract version."""
-    publication = provider.plan_refresh(plan.state, workspace=workspace, env=env, now=now, cwd=cwd)
-    if publication.draft is not None:
-        plan.add(publication.draft)
+    `contract_published` with them: one ledger write for a change and its contract version.
+    `paths`: the project's data paths (the record of what we last wrote at the Guard path)."""
+    publication = provider.plan_refresh(plan.state, workspace=workspace, env=env, now=now, cwd=cwd, paths=paths)
+    for draft in publication.drafts:
+        plan.add(draft)
     return publication
 
 

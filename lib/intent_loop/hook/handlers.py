@@ -99,6 +99,8 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
         ctx.after.add(ctx.paths, _guard_repair_job(ctx))
     _announce_proposals(ctx, ctx.state, answer, items)
     _tell_what_changed(ctx, answer, items)
+    if news is not None:
+        _tell_model_of_restoration(answer, news)
     if items:
         from intent_loop.hook.prompt_answer import receipt_line
 
@@ -108,8 +110,8 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
 
 def _guard_repair_job(ctx):
     """The Guard file is not as the last refresh left it (one lstat said so): refresh it under the
-    lock after the answer. A damaged file of ours is written back as recorded, a foreign one is left
-    alone, and what the user must hear waits in the seen record for the next prompt's receipt."""
+    lock after the answer (guard.provider.plan_refresh restores a takeover, repairs a damaged file
+    of ours, leaves the user's); what the user must hear waits in the seen record."""
     return lambda deadline: refresh_guard(ctx, deadline)
 
 
@@ -324,8 +326,7 @@ def _local_answer(ctx, state, receipt, *, explicit):
 
 
 def _pending_guard_news(ctx, receipt, items):
-    """Guard news a Stop or a repair left for this session, unless this prompt's own Guard line is
-    newer; the file as this prompt left it is what the next lstat compares with."""
+    """Guard news a Stop or a repair left, unless this prompt's Guard line is newer (returned, for the model)."""
     news = ctx.seen.take_guard_news()
     if news is not None and not (receipt.publication and receipt.publication.get("action") != "unchanged"):
         from intent_loop.hook.prompt_answer import Pinned
@@ -333,6 +334,14 @@ def _pending_guard_news(ctx, receipt, items):
         items.insert(0, Pinned(news))
     if receipt.publication is not None:
         ctx.seen.note_guard()
+    return news
+
+
+def _tell_model_of_restoration(answer, news, publication=None):
+    from intent_loop.ops.receipts import restoration_note  # the model hears of it as the user does, once
+    note = restoration_note(news, publication)
+    if note is not None:
+        answer["context"] = "\n\n".join(part for part in (note, answer.get("context")) if part)
 
 
 def _guard_status(ctx, state):
@@ -340,7 +349,8 @@ def _guard_status(ctx, state):
     from intent_loop.guard.provider import plan_refresh
     from intent_loop.ops.receipts import guard_status
 
-    return guard_status(plan_refresh(state, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd).as_dict())
+    decision = plan_refresh(state, workspace=ctx.workspace, env=ctx.env, cwd=ctx.cwd, paths=ctx.paths)
+    return guard_status(decision.as_dict())
 
 
 def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
@@ -365,7 +375,7 @@ def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
         ctx.seen.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
     items = prompt_answer.receipt_items(receipt, notice=notice)
-    _pending_guard_news(ctx, receipt, items)
+    _tell_model_of_restoration(answer, _pending_guard_news(ctx, receipt, items), receipt.publication)
     _announce_proposals(ctx, state, answer, items)
     ctx.seen.note_current(state)
     if steering:  # only management lines, typed while a turn ran: a block would have ended that turn

@@ -74,7 +74,7 @@ class SeenRecord:
 
     # -- the Guard file, seen from this session (docs/hooks.md, "Work after the answer") ----------
     def guard_signature(self):
-        """(size, mtime, inode) of the Guard file Guard reads for this session, or None: one lstat,
+        """(size, mtime, inode, ctime) of the Guard file Guard reads for this session, or None: one lstat,
         compared with what the last refresh left, decides whether a repair is due."""
         from intent_loop.guard.location import provider_path  # not provider: its imports cost every prompt
 
@@ -82,7 +82,7 @@ class SeenRecord:
             st = fast_os.lstat(provider_path(self.cwd, self.env))
         except OSError:
             return None
-        return [st.st_size, st.st_mtime_ns, st.st_ino]
+        return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]  # ctime: no one can set it back
 
     def guard_changed(self):
         return self._seen().get("guard_file", "never") != self.guard_signature()

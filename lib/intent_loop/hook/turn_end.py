@@ -37,7 +37,7 @@ def stop(payload, runtime):
             observe(p, task_id=task_id, event_type="result_signal_observed", session_hash=ctx.session,
                     source=source, char_count=len(message) if isinstance(message, str) else 0, actor="agent")
             return Planned(p.drafts, detail=publishing.add_publication(p, workspace=ctx.workspace, env=ctx.env,
-                                                                           cwd=ctx.cwd))
+                                                                           cwd=ctx.cwd, paths=ctx.paths))
 
         def after_commit(tx, mutation):
             if mutation.detail is not None:  # a refusal or a repair found here is told at the next prompt

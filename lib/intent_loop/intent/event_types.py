@@ -59,6 +59,7 @@ TABLE = {t.name: t for t in (
     EventType("result_signal_observed", words="a turn's end was observed (its hash and length only)"),
     EventType("contract_published", words="a Guard contract version was published"),
     EventType("contract_version_floor", words="recovery kept the Guard versions published before a cut"),
+    EventType("contract_restored", words="a Guard file changed outside intent-loop was put back"),
 )}
 
 # Derived sets, for the readers that ask one question of every event.

@@ -229,6 +229,12 @@ class ProjectReducer:
         }
         task["refs"]["published"] = _ref(at, event)
 
+    def _on_contract_restored(self, state, event, payload, at):
+        """Our publication written back over a file changed outside intent-loop (guard/provider.py):
+        counted, so `status` can say how often; the file and what was found are in the event."""
+        counts = state["tasks"][event["task_id"]]["observations"]
+        counts["contract_restored"] = counts.get("contract_restored", 0) + 1
+
     def _on_contract_version_floor(self, state, event, payload, at):
         """Written by `recover --apply` (project-level, task_id null): {"intent:<task id>": version}."""
         floors = state["contract_floors"]

@@ -58,7 +58,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
                           source=source_ref, char_count=observation["char_count"], actor="user")
         publication = None
         if publish and any(d.event_type in _PROJECTION_EVENTS for d in the_plan.drafts):
-            publication = add_publication(the_plan, workspace=workspace, env=env, now=now, cwd=cwd)
+            publication = add_publication(the_plan, workspace=workspace, env=env, now=now, cwd=cwd, paths=paths)
         return Planned(the_plan.drafts, detail=(runner, publication))
 
     def after_commit(tx, mutation):

@@ -21,6 +21,8 @@ def clear(paths, old_state, *, task_id, whole_task, ids, statements, workspace, 
     q_cleared, _q_kept = _clear_quarantine(paths, needles)
     cleared += q_cleared
     cleared += _clear_provider(paths, old_state, task_id, workspace, env)
+    cleared += provider.file_state.clear_copies(paths, needles + [task_id.encode()] if whole_task else needles,
+                                                task_id=task_id if whole_task else None)
     if whole_task:
         cleared += _clear_private(paths, task_id)
     return cleared

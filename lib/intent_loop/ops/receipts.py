@@ -127,6 +127,8 @@ def guard_text(publication):
         return None
     if action == "published":
         return f"Guard contract v{publication.get('version')}"
+    if action == "restored":
+        return restored_text(publication.get("restored"), publication.get("version"))
     if action == "rewritten":  # the same version, its file written again (after `intent: on`, a repair)
         why = f" ({publication['repaired']})" if publication.get("repaired") else ""
         return f"Guard contract v{publication.get('version')} rewritten{why}"
@@ -146,6 +148,9 @@ def guard_status(publication):
     action, version = publication.get("action"), publication.get("version")
     if action == "unchanged":
         return f"Guard enforces contract v{version} of task {publication['task_id'][:8]}"
+    if action == "restored":
+        return f"Guard file changed outside intent-loop ({TAKEOVERS.get(publication.get('restored'), 'changed')}): " \
+               f"the next prompt or Stop restores v{version}; `intent-loop contract publish` restores it now"
     if action in ("published", "rewritten"):
         why = publication.get("repaired") or "its file is missing or older than the recorded contract"
         return f"Guard file behind ({why}): the next prompt or Stop writes v{version}; " \
@@ -159,6 +164,42 @@ def guard_status(publication):
 
 
 DAMAGES = ("emptied", "a BOM in front", "garbage after the document", "truncated")  # guard/file_state.py
+# What a takeover of the Guard path found (guard/file_state.takeover_kind), in words.
+TAKEOVERS = {"missing": "it was deleted", "emptied": "it was emptied",
+             "same_version": "it held other rules under our version number",
+             "other_version": "it held another version of our contract", "other_ref": "it held another contract",
+             "lite": "it held a TaskContractLite", "other": "it held something else"}
+
+
+_RESTORED_HEAD = "the Guard file was changed outside intent-loop"
+
+
+def restored_text(found, version):
+    """The words for a restored Guard file (issue 33): they say what happened without accusing
+    anyone, and the supported ways to change the rules."""
+    what = TAKEOVERS.get(found, "it was changed")
+    return (f"{_RESTORED_HEAD} (by the agent or by hand; {what}); restored v{version}. "
+            "The replaced file is kept in intent-loop's data folder (`intent-loop log` names it). Change rules "
+            "with `intent:` lines (`intent: forbid ...`, `intent: allow ...`); `intent: off` leaves the Guard file "
+            "to you")
+
+
+def restored_history(payload, task):
+    """`intent-loop history`'s words for a `contract_restored` event."""
+    kept = f"; the replaced bytes are kept at <data root>/projects/<project>/{payload['kept']}" \
+        if payload.get("kept") else ""
+    return (f"the Guard file was changed outside intent-loop ({TAKEOVERS.get(payload.get('found'), 'changed')}); "
+            f"restored v{payload.get('contract_version')} (task {task}){kept}")
+
+
+def restoration_note(news_text, publication=None):
+    """The model's copy of a restoration the user is told of (pending news, or this prompt's own
+    Guard line), or None when neither is one."""
+    if publication and publication.get("action") == "restored":
+        return "intent-loop: " + guard_text(publication)
+    if isinstance(news_text, str) and news_text.startswith(_RESTORED_HEAD):
+        return "intent-loop: " + news_text
+    return None
 
 
 def guard_news(result):
@@ -166,6 +207,8 @@ def guard_news(result):
     plain data for the session's seen record (no words: the record is a deletable cache), or None."""
     if not isinstance(result, dict):
         return None
+    if result.get("action") == "restored" and result.get("restored") in TAKEOVERS:
+        return {"restored": result["restored"], "version": result.get("version")}
     repaired = result.get("repaired") or ""
     shape = next((d for d in DAMAGES if repaired.endswith(d)), None)
     if shape is not None and result.get("action") in ("rewritten", "published"):
@@ -181,6 +224,8 @@ def guard_news_text(news):
 
     if not isinstance(news, dict):
         return None
+    if news.get("restored") in TAKEOVERS and type(news.get("version")) is int:
+        return restored_text(news["restored"], news["version"])
     if news.get("repaired") in DAMAGES and type(news.get("version")) is int:
         return f"repaired the Guard file (it was {news['repaired']}); Guard contract v{news['version']}"
     code = news.get("code")
