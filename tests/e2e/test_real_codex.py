@@ -1,8 +1,10 @@
-"""End to end: the real Codex CLI (@openai/codex 0.169.0, pinned in tests/e2e/npm/) runs our three
-installed hooks against a mock model on 127.0.0.1, offline.
+"""End to end: the real Codex CLI (@openai/codex 0.169.0, pinned in tests/e2e/npm/, or the version
+in INTENT_LOOP_CODEX_VERSION: real_host.py) runs our three installed hooks against a mock model on
+127.0.0.1, offline.
 
-`python3 build.py test` installs the pinned CLI with `npm ci` into .cache/npm/ and passes its path
-as INTENT_LOOP_CODEX_BIN; without it (no npm, no network for the first install) these tests skip.
+`python3 build.py test` (or `test-e2e`) installs that CLI into .cache/npm-codex-<version>/ and passes
+its path as INTENT_LOOP_CODEX_BIN; without it (no npm, no network for the first install) these tests
+skip, and under CI=true fail, saying why (conftest.py).
 Where we may (root, `unshare`, `nsenter` and `ip` present), Codex runs in a loopback-only network
 namespace and the mock's serving thread joins that namespace, so nothing can leave the machine.
 """
@@ -26,6 +28,7 @@ from intent_loop.storage import paths as paths_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mock_model import MockModelServer, developer_messages  # noqa: E402
+from real_host import CODEX_BIN, requires_codex  # noqa: E402
 
 from helpers.settle import settle  # noqa: E402
 from intent_loop.launch.binaries import HOOKS  # noqa: E402
@@ -34,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 CLI = DIST / "intent-loop"
 HOOK_BINARIES = tuple(hook.name for hook in HOOKS)
-CODEX_BIN = os.environ.get("INTENT_LOOP_CODEX_BIN", "")
 TURN_TIMEOUT = 100  # per turn; two turns stay under conftest.HANG_LIMIT_SECONDS (240)
 BYPASS = ("--dangerously-bypass-hook-trust", "--skip-git-repo-check")
 HOOK_LINE = re.compile(r"^hook: (?P<event>[A-Za-z]+)(?: (?P<status>[A-Za-z]+))?\s*$")
@@ -44,10 +46,7 @@ EVENTS = tuple(hook.event for hook in HOOKS)
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not CODEX_BIN, reason="INTENT_LOOP_CODEX_BIN is not set: run `python3 build.py test` "
-                                             "(needs npm) to install the pinned @openai/codex"),
-    pytest.mark.skipif(bool(CODEX_BIN) and not os.access(CODEX_BIN, os.X_OK),
-                       reason=f"INTENT_LOOP_CODEX_BIN={CODEX_BIN!r} is not an executable file"),
+    requires_codex,
     requires_dist,
 ]
 

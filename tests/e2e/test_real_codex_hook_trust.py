@@ -19,7 +19,6 @@ Seen while writing this test: Codex 0.169.0 leaves `__pycache__` directories and
 of the plugin's content hash (a .pyc written into lib/ kept the trust), while any other new or changed
 file, hidden ones included, untrusts all three hooks. The tree digest compared here counts every file.
 """
-import json
 import os
 import sys
 import time
@@ -31,16 +30,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_real_codex_repo_plugin as repo_plugin  # noqa: E402
 from mock_model import developer_messages  # noqa: E402
+from plugin_repo import fresh_repository, install_plugin, run_codex, tree_digest, trust_all_hooks  # noqa: E402
 from test_real_codex import (  # noqa: E402
-    CODEX_BIN,
     CONFIG_TOML,
     EVENTS,
     assert_all_hooks_completed,
     hook_results,
     session_id_of,
 )
-from test_real_codex_repo_plugin import PLUGIN_ID, codex, fresh_repository, tree_digest  # noqa: E402
-from tui_trust import trust_plugin_hooks  # noqa: E402
+from test_real_codex_repo_plugin import PLUGIN_ID  # noqa: E402
 
 mock_model = repo_plugin.mock_model
 # The Codex events of the three hooks, as they are spelled in hooks.state keys.
@@ -76,15 +74,13 @@ def test_hooks_trusted_once_in_the_tui_run_in_two_exec_sessions_without_the_bypa
     config = codex_home / "config.toml"
     config.write_text(CONFIG_TOML.format(base_url=server.base_url).replace("plugins = false", "plugins = true"))
     repository = fresh_repository(tmp_path / "clone")
-    codex(wrap, env, workspace, "plugin", "marketplace", "add", str(repository), timeout=INSTALL_TIMEOUT)
-    _rc, out, _err, _ = codex(wrap, env, workspace, "plugin", "add", PLUGIN_ID, "--json", timeout=INSTALL_TIMEOUT)
-    plugin_root = Path(json.loads(out)["installedPath"])
+    plugin_root = install_plugin(wrap, env, workspace, repository, PLUGIN_ID, timeout=INSTALL_TIMEOUT)
     before = tree_digest(plugin_root)
     assert "hooks.json" in before and "hooks/intent-loop" in before, sorted(before)
 
     # Trust once, in the TUI: one record per hook, keyed by plugin, hooks file, event and position.
     start = time.monotonic()
-    keys = trust_plugin_hooks(CODEX_BIN, env, workspace, wrap, timeout=TUI_TIMEOUT)
+    keys = trust_all_hooks(env, workspace, wrap, timeout=TUI_TIMEOUT)
     tui_secs = time.monotonic() - start
     expected = [f"{PLUGIN_ID}:hooks.json:{event}:0:0" for event in HOOK_EVENTS]
     assert sorted(keys) == sorted(expected), keys
@@ -100,7 +96,7 @@ def test_hooks_trusted_once_in_the_tui_run_in_two_exec_sessions_without_the_bypa
     secs, session_ids = [], []
     for turn, goal in enumerate(goals, start=1):
         prompt = f"Please look at the auth flow.\nintent: goal {goal}\n"
-        rc, out, err, took = codex(wrap, env, workspace, "exec", "--skip-git-repo-check", prompt,
+        rc, out, err, took = run_codex(wrap, env, workspace, "exec", "--skip-git-repo-check", prompt,
                                    timeout=TURN_TIMEOUT, check=False)
         assert rc == 0, f"session {turn}: codex exec exited {rc}\nstdout:\n{out}\nstderr:\n{err}"
         assert_all_hooks_completed(err, turn)
@@ -121,8 +117,8 @@ def test_hooks_trusted_once_in_the_tui_run_in_two_exec_sessions_without_the_bypa
 
     # The control: one file written into the plugin, and the next session runs none of the hooks.
     (plugin_root / "intent-loop.log").write_text("written by a hook\n")
-    rc, out, err, _ = codex(wrap, env, workspace, "exec", "--skip-git-repo-check", "intent: goal Untrusted",
-                            timeout=TURN_TIMEOUT, check=False)
+    rc, out, err, _ = run_codex(wrap, env, workspace, "exec", "--skip-git-repo-check", "intent: goal Untrusted",
+                                timeout=TURN_TIMEOUT, check=False)
     assert rc == 0, f"control session: codex exec exited {rc}\nstdout:\n{out}\nstderr:\n{err}"
     assert sorted(hook_results(err)) == sorted((event, "Failed") for event in EVENTS), err
     print(f"real-codex hook trust: TUI {tui_secs:.1f} s, session 1 {secs[0]:.1f} s, session 2 {secs[1]:.1f} s")

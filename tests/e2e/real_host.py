@@ -1,0 +1,71 @@
+"""The real host under test: which Codex binary and version, and why a real-host test cannot run.
+
+The host version is ONE variable, INTENT_LOOP_CODEX_VERSION (unset: the version pinned by
+tests/e2e/npm/package.json, the one CI runs). `python3 build.py test` and `python3 build.py test-e2e`
+install that exact @openai/codex into .cache/npm-codex-<version>/ and pass its binary to pytest as
+INTENT_LOOP_CODEX_BIN, or, where they could not, the reason as INTENT_LOOP_CODEX_UNAVAILABLE.
+Setting INTENT_LOOP_CODEX_BIN by hand works too (then the version is whatever that binary says).
+
+    from real_host import CODEX_BIN, requires_codex, codex_version, PINNED_VERSION
+
+A real-host test that cannot run (no binary, no tmux, no root for a namespace, ...) skips with the
+reason, except under CI=true, where tests/e2e/conftest.py turns that skip into a failure that
+carries the same reason: CI must not go green on tests that never ran.
+"""
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+CODEX_PACKAGE = "@openai/codex"
+CODEX_BIN = os.environ.get("INTENT_LOOP_CODEX_BIN", "")
+CODEX_VERSION_VAR = "INTENT_LOOP_CODEX_VERSION"
+PINNED_VERSION = json.loads((Path(__file__).resolve().parent / "npm" / "package.json").read_text())[
+    "dependencies"][CODEX_PACKAGE]
+IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def why_no_codex():
+    """Why the real Codex cannot run here, or "" when it can."""
+    if not CODEX_BIN:
+        told = os.environ.get("INTENT_LOOP_CODEX_UNAVAILABLE", "")
+        return (f"no real Codex: {told}" if told else
+                "INTENT_LOOP_CODEX_BIN is not set: run `python3 build.py test` or `python3 build.py test-e2e` "
+                f"(needs npm) to install {CODEX_PACKAGE}@{PINNED_VERSION}, or set {CODEX_VERSION_VAR}")
+    if not os.access(CODEX_BIN, os.X_OK):
+        return f"INTENT_LOOP_CODEX_BIN={CODEX_BIN!r} is not an executable file"
+    return ""
+
+
+requires_codex = pytest.mark.skipif(bool(why_no_codex()), reason=why_no_codex() or "the real Codex is here")
+
+
+@functools.cache
+def codex_version():
+    """What the binary says it is ("codex-cli 0.171.0" -> "0.171.0"), or None."""
+    if why_no_codex():
+        return None
+    try:
+        done = subprocess.run([CODEX_BIN, "--version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.split()
+    return words[-1] if done.returncode == 0 and words else None
+
+
+def is_pinned():
+    """Whether the Codex under test is the pinned version (what the 0.169.0 notes were seen with)."""
+    return codex_version() == PINNED_VERSION
+
+
+def version_mismatch():
+    """A mismatch between INTENT_LOOP_CODEX_VERSION and the binary's own version, or ""."""
+    wanted = os.environ.get(CODEX_VERSION_VAR, "").strip()
+    said = codex_version()
+    if wanted and said and said != wanted:
+        return f"{CODEX_VERSION_VAR}={wanted} but {CODEX_BIN} says it is {said}"
+    return ""
