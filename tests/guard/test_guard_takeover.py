@@ -159,7 +159,8 @@ def test_the_restoration_is_in_the_log_and_status_finds_the_file_bound(tmp_path,
     proc, _t = cli(env, ws, "log")
     assert proc.returncode == 0 and "the Guard file was changed outside intent-loop" in proc.stdout, proc.stdout
     proc, _t = cli(env, ws, "status", "--json")
-    assert json.loads(proc.stdout)["guard"].startswith(f"Guard enforces contract v{ours['envelope']['contract_version']}")
+    version = ours["envelope"]["contract_version"]
+    assert json.loads(proc.stdout)["guard"].startswith(f"Guard enforces contract v{version}")
 
 
 def test_a_file_written_after_intent_off_is_the_users_and_never_touched(tmp_path, env, ws):

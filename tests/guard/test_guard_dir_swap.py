@@ -1,0 +1,217 @@
+"""Issue 33 item 4: the Guard file's directory swapped for a symbolic link to another project's
+Guard directory never redirects a write, a rename, an unlink or a .gitignore there. Tested twice:
+a deterministic seam that swaps between the directory's open and each step, and a bounded loop
+that swaps (renameat2 RENAME_EXCHANGE where libc has it, else rename pairs) while publications,
+restorations and withdrawals run. In both, every byte of the other project stays as it was."""
+import ctypes
+import ctypes.util
+import hashlib
+import os
+import threading
+import time
+
+import pytest
+
+from intent_loop.errors import IntentLoopError
+from intent_loop.guard import guard_dir, provider
+from intent_loop.intent import prompt_commands
+from intent_loop.intent.state import ProjectReducer
+from intent_loop.ops import apply_commands
+from intent_loop.storage import transaction
+from intent_loop.storage.paths import session_hash
+
+REDUCER = ProjectReducer()
+SESSION = session_hash("swap-session")
+_n = [0]
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path / "home-swap"))
+    monkeypatch.delenv("EFG_CONTRACT_PATH", raising=False)
+
+
+def run(project, workspace, prompt):
+    _n[0] += 1
+    return apply_commands.run_commands(
+        project, commands=prompt_commands.parse_prompt(prompt), session_hash=SESSION,
+        source_ref={"kind": "user_event", "event_id": f"swap-{_n[0]}"}, request_id=f"swap-{_n[0]}",
+        deadline=time.monotonic() + 20, workspace=workspace, env={})
+
+
+def refresh(project, workspace):
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 20) as tx:
+        return provider.refresh(tx, workspace=workspace, env={})
+
+
+def tree_hashes(root):
+    """Every file, directory and link under `root`, with the bytes or target of each."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            if os.path.islink(path):
+                found[rel] = "link:" + os.readlink(path)
+            elif os.path.isdir(path):
+                found[rel] = "dir"
+            else:
+                with open(path, "rb") as fh:
+                    found[rel] = hashlib.sha256(fh.read()).hexdigest()
+    return found
+
+
+@pytest.fixture
+def other(tmp_path):
+    """Another project's Guard directory, with its own contract and .gitignore."""
+    directory = tmp_path / "other-project" / ".execution-fidelity"
+    directory.mkdir(parents=True)
+    (directory / "contract.json").write_bytes(b'{"the other project": "its own contract"}\n')
+    (directory / ".gitignore").write_bytes(b"*\n")
+    return str(directory)
+
+
+class Swapper:
+    """Put a link to `other` where the workspace's Guard directory is, and back."""
+
+    def __init__(self, workspace, other):
+        self.directory = os.path.join(workspace, ".execution-fidelity")
+        self.aside = os.path.join(workspace, ".execution-fidelity.aside")
+        self.other = other
+        self.swaps = 0
+
+    def swap(self, _step=None):
+        if os.path.isdir(self.directory) and not os.path.islink(self.directory):
+            os.rename(self.directory, self.aside)
+        elif os.path.lexists(self.directory):
+            return
+        os.symlink(self.other, self.directory)
+        self.swaps += 1
+
+    def back(self):
+        if os.path.islink(self.directory):
+            os.unlink(self.directory)
+        if os.path.isdir(self.aside):
+            os.rename(self.aside, self.directory)
+
+
+@pytest.mark.parametrize("operation", ["publish", "restore", "withdraw", "create"])
+def test_a_swap_between_the_directorys_open_and_each_step_never_reaches_the_other_project(
+        monkeypatch, tmp_path, project, workspace, other, operation):
+    before = tree_hashes(os.path.dirname(other))
+    swapper = Swapper(workspace, other)
+    if operation != "create":
+        run(project, workspace, "intent: goal ship the parser")
+    if operation == "restore":
+        with open(os.path.join(workspace, ".execution-fidelity", "contract.json"), "wb") as fh:
+            fh.write(b"")
+    monkeypatch.setattr(guard_dir, "_between", swapper.swap)
+    try:
+        if operation == "publish":
+            run(project, workspace, "intent: must keep the API")
+        elif operation == "restore":
+            assert refresh(project, workspace)["action"] == "restored"
+        elif operation == "withdraw":
+            run(project, workspace, "intent: off")
+        else:  # the directory is created, then swapped before its .gitignore and the file
+            run(project, workspace, "intent: goal ship the parser")
+    finally:
+        monkeypatch.setattr(guard_dir, "_between", lambda step: None)
+        swapped = swapper.swaps
+        swapper.back()
+    assert swapped >= 1
+    assert tree_hashes(os.path.dirname(other)) == before
+
+
+def test_a_link_on_the_way_is_refused_before_anything_is_written(project, workspace, other):
+    before = tree_hashes(os.path.dirname(other))
+    os.symlink(other, os.path.join(workspace, ".execution-fidelity"))
+    with pytest.raises(IntentLoopError) as caught:
+        guard_dir.open_guard_dir(os.path.join(workspace, ".execution-fidelity", "contract.json"),
+                                 os.path.realpath(workspace), create=True)
+    assert caught.value.code in ("PROVIDER_PATH_FOREIGN", "PROVIDER_PATH_OUTSIDE")
+    result = run(project, workspace, "intent: goal ship the parser").publication
+    assert result["action"] in ("error", "outside") and result["code"] in ("PROVIDER_PATH_FOREIGN",
+                                                                          "PROVIDER_PATH_OUTSIDE")
+    assert tree_hashes(os.path.dirname(other)) == before
+
+
+def _exchange():
+    """renameat2(RENAME_EXCHANGE) through libc, or None where it is missing."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name, use_errno=True) if name else None
+    function = getattr(libc, "renameat2", None) if libc is not None else None
+    if function is None:
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+
+    def exchange(a, b):
+        return function(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+    return exchange
+
+
+def _empty_without_following(directory):
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        os.close(os.open("contract.json", os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW, dir_fd=fd))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_a_swap_loop_raced_against_publications_restorations_and_withdrawals(project, workspace, other):
+    before = tree_hashes(os.path.dirname(other))
+    run(project, workspace, "intent: goal ship the parser")
+    directory = os.path.join(workspace, ".execution-fidelity")
+    link = os.path.join(workspace, ".execution-fidelity.link")
+    os.symlink(other, link)
+    exchange = _exchange()
+    stop = threading.Event()
+    swaps = [0]
+
+    def loop():
+        deadline = time.monotonic() + 20
+        while not stop.is_set() and time.monotonic() < deadline:
+            if exchange is not None and exchange(directory, link):
+                swaps[0] += 1
+                continue
+            try:  # rename pairs: the directory aside, the link in its place, and back
+                os.rename(directory, directory + ".aside")
+                os.rename(link, directory)
+                swaps[0] += 1
+                os.rename(directory, link)
+                os.rename(directory + ".aside", directory)
+            except OSError:
+                pass
+
+    swapper = threading.Thread(target=loop, daemon=True)
+    swapper.start()
+    outcomes = set()
+    try:
+        started = time.monotonic()
+        for round_ in range(40):
+            if time.monotonic() - started > 15:
+                break
+            for prompt in (f"intent: must keep rule {round_}", "intent: off", "intent: on"):
+                publication = run(project, workspace, prompt).publication or {}
+                outcomes.add(publication.get("action"))
+            _empty_without_following(directory)  # a takeover (never through the link: the test's own write)
+            try:
+                outcomes.add(refresh(project, workspace)["action"])
+            except IntentLoopError as exc:  # a refusal, as refresh_quietly reports it
+                outcomes.add(exc.code)
+    finally:
+        stop.set()
+        swapper.join(timeout=30)
+    assert not swapper.is_alive()
+    assert swaps[0] > 10, swaps[0]
+    # the other project's directory: not one byte written, renamed or removed there
+    other_now = tree_hashes(os.path.dirname(other))
+    assert other_now == before, (outcomes, other_now)
+    assert "restored" in outcomes or "published" in outcomes, outcomes  # the race let some work through
