@@ -215,3 +215,20 @@ def test_a_swap_loop_raced_against_publications_restorations_and_withdrawals(pro
     other_now = tree_hashes(os.path.dirname(other))
     assert other_now == before, (outcomes, other_now)
     assert "restored" in outcomes or "published" in outcomes, outcomes  # the race let some work through
+
+
+def test_a_killed_writers_temp_file_is_cleaned_and_only_ours(project, workspace):
+    """Issue 33 item 9: `contract.json.<32 hex>.tmp` a killed writer left goes at the next write;
+    files that only look alike stay."""
+    run(project, workspace, "intent: goal ship the parser")
+    directory = os.path.join(workspace, ".execution-fidelity")
+    ours = os.path.join(directory, "contract.json." + "a1" * 16 + ".tmp")
+    alike = ["contract.json.notours.tmp", "contract.json." + "a1" * 15 + ".tmp", "other.json." + "b2" * 16 + ".tmp"]
+    for name in [ours] + [os.path.join(directory, n) for n in alike]:
+        with open(name, "wb") as fh:
+            fh.write(b"{}")
+    os.symlink("/etc/passwd", os.path.join(directory, "contract.json." + "c3" * 16 + ".tmp"))
+    run(project, workspace, "intent: must keep the API")
+    left = sorted(os.listdir(directory))
+    assert os.path.basename(ours) not in left
+    assert set(alike) <= set(left) and "contract.json." + "c3" * 16 + ".tmp" in left  # a link is not ours

@@ -370,6 +370,19 @@ def refresh(tx, *, workspace, env, now=time.time, cwd=None):
     return publication.as_dict()
 
 
+def remove_file(path, project_root):
+    """Unlink the Guard file through its directory's descriptor (deletion, ops/derived_copies.py);
+    whether there was one to remove. A link on the way raises PROVIDER_PATH_FOREIGN."""
+    directory = guard_dir.open_guard_dir(path, project_root)
+    if directory is None:
+        return False
+    with directory:
+        if directory.kind() == "missing":
+            return False
+        directory.remove()
+        return True
+
+
 def write_document(path, data, *, sync_later=None, project_root=None):
     """Atomic replace of the Guard file at `path` (its directory walked from `project_root`,
     default the directory above it), adding a .gitignore when we create the directory."""

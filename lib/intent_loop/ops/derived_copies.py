@@ -121,9 +121,7 @@ def _clear_provider(paths, old_state, task_id, workspace, env):
     path = provider.provider_path(workspace, env or {})
     fstate = provider.read_file_state(path, old_state)
     if fstate["kind"] in ("ours", "unrecorded") and fstate["task_id"] == task_id:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
+        if not provider.remove_file(path, workspace):  # through the directory's descriptor, never a link
             return []
         return [{"path": path,
                  "why": f"Guard provider file of task {task_id}; `intent-loop contract publish` writes it again"}]
