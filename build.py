@@ -204,6 +204,7 @@ def launcher_prefix(binary, *, build_id, python):
         "NAME": binary.name, "PYTHON": python, "BUILD_ID": build_id, "MARKER": MARKER,
         "IS_HOOK": "1" if binary.is_hook else "",
         "FIND_PYTHON": find_python_code(),
+        "CHOOSE_PYTHON": _sh_single_quoted(sh_code("choose_python.sh")),
         "FAST_PATH_CODE": _sh_double_quoted(embedded_source("launch/fast_path.py") + f"\nrun_extracted({entry})\n"),
         "LAUNCHER_CODE": _sh_double_quoted(embedded_source("launch/launcher.py") + f"\nrun({build_id!r}, {entry})\n"),
     }
@@ -214,8 +215,18 @@ def launcher_prefix(binary, *, build_id, python):
 
 def find_python_code():
     """launch/find_python.sh without its comment lines, for the launcher's @FIND_PYTHON@ line."""
-    lines = (LAUNCH / "find_python.sh").read_text().splitlines()
+    return sh_code("find_python.sh")
+
+
+def sh_code(name):
+    """A sh file of launch/ without its blank and comment lines (the shell parses every byte it reads)."""
+    lines = (LAUNCH / name).read_text().splitlines()
     return "\n".join(line for line in lines if line.strip() and not line.lstrip().startswith("#"))
+
+
+def _sh_single_quoted(text):
+    """One sh word holding text exactly: single quotes, each quote inside written as '\\''."""
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def _sh_double_quoted(text):

@@ -19,6 +19,7 @@ start() {
     answer=$("$@")
     status=$?
     case $answer in '{'*'}') printf '%s' "$answer"; exit 0 ;; esac
+    load_choosing
     failed_answer "$status"
   fi
   exec "$@"
@@ -48,17 +49,21 @@ fi
 # by build.py). INTENT_LOOP_PYTHON is the user's own choice, used as given. The bundled orjson fits
 # only the builder's minor version; another one runs the standard library's JSON instead.
 @FIND_PYTHON@
+# launch/choose_python.sh, as a string: the shell scans a quoted string without parsing it.
+choose_python=@CHOOSE_PYTHON@
+load_choosing() { eval "$choose_python"; }
 find_agent_places
 py_record_id=
 if [ -z "${INTENT_LOOP_PYTHON:-}" ] && { [ ! -x "$py" ] || is_agent_place "$py"; }; then
   py=
   if use_recorded_python; then
     :
-  elif adopt_old_record || search_python; then
+  elif load_choosing && { adopt_old_record || search_python; }; then
     remember_python
   fi
 fi
 if [ -z "$py" ] || [ ! -x "$py" ]; then
+  load_choosing
   no_python
 fi
 
