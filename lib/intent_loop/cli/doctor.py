@@ -208,6 +208,26 @@ def _runtime_check(root):
     return _check("runtime", True, f"{runtime} is a real directory" if os.path.isdir(runtime) else "not extracted yet")
 
 
+def _bytecode_check(root):
+    """Bytecode under the data root that fails to load (a .pyc a full disk cut short) is cleared
+    here, so the next import compiles from source; a pycache/ that is a link or another user's is
+    named, since the source launcher then reads and writes no bytecode there."""
+    from intent_loop.launch import bytecode_cache
+
+    pycache = os.path.join(root, bytecode_cache.PYCACHE_DIR)
+    if os.path.lexists(pycache) and not bytecode_cache.is_own_directory(pycache):
+        return _check("bytecode", False, f"{ErrorCode.UNSAFE_PATH}: {pycache} is a link or another user's; "
+                      "no bytecode is read or written there", "remove it; the next run writes bytecode again")
+    found = bytecode_cache.damaged(root)
+    if not found:
+        return _check("bytecode", True, "no damaged bytecode")
+    failed = bytecode_cache.remove(found)
+    detail = f"cleared {len(found) - len(failed)} damaged bytecode files (cut short, as on a full disk)"
+    detail += "".join(f"; could not remove {path}: {why}" for path, why in failed.items())
+    return _check("bytecode", False, detail, "nothing to do: the next import compiles them from source; if "
+                  "it recurs, free space on the data root's disk")
+
+
 def _check_project(paths, broken, diverged, damage=None):
     """Verify a project's whole chain and re-derive its state, comparing it with the cache (the
     daily scrub, run now): a difference is rebuilt and named, never silently believed."""
@@ -249,6 +269,7 @@ def cmd_doctor(args, console):
     checks.append(_sandbox_check(console.env, root, here=console.cwd))
     if root is not None:
         checks.append(_runtime_check(root))
+        checks.append(_bytecode_check(root))
     old = old_runtimes(console)
     checks.append(_check("old_runtimes", not old, describe_runtimes(old) if old else "none left by earlier builds",
                          "run `intent-loop install --apply`, which removes them"))

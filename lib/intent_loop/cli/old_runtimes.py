@@ -1,5 +1,5 @@
-"""Which extracted runtimes of earlier builds no installed binary uses, and sweeping them (install --apply
-removes them, doctor reports them)."""
+"""Which extracted runtimes of earlier builds no installed binary uses, and which bytecode trees no
+installed source, and sweeping them (install --apply removes them, doctor reports them)."""
 import os
 import sys
 
@@ -11,9 +11,10 @@ from intent_loop.launch.binaries import BINARIES, BY_NAME
 def old_runtimes(console, *, codex_home=None, dist=None, replacing=None):
     """The extracted runtimes (<data root>/runtime/<build id>/) that no binary still in use needs:
     in use are this process's own, those in `dist`, our handlers' in the hooks.json of each Codex
-    home (except `replacing`, which install is about to rewrite) and the plugin copies there."""
+    home (except `replacing`, which install is about to rewrite) and the plugin copies there. Then
+    the trees of <data root>/pycache/ whose sources are gone (plugin versions no longer installed)."""
     from intent_loop.base.data_root import ROOT_SUFFIX
-    from intent_loop.launch import extracted_runtime
+    from intent_loop.launch import bytecode_cache, extracted_runtime
     from intent_loop.storage.paths import resolve_data_root
 
     home_dir = console.env.get("HOME")
@@ -31,7 +32,8 @@ def old_runtimes(console, *, codex_home=None, dist=None, replacing=None):
         roots.insert(0, resolve_data_root(console.env, executable=sys.argv[0] if sys.argv else None)[0])
     except IntentLoopError:
         pass
-    return [r for root in dict.fromkeys(roots) for r in extracted_runtime.old_runtimes(root, in_use)]
+    return [r for root in dict.fromkeys(roots)
+            for r in extracted_runtime.old_runtimes(root, in_use) + bytecode_cache.stale_trees(root)]
 
 
 def handler_programs(path):
@@ -62,7 +64,7 @@ def sweep(runtimes, *, apply):
     if not runtimes:
         return report, None
     if not apply:
-        return report, (f"not used by any installed binary: {extracted_runtime.describe(runtimes)}; "
+        return report, (f"not used by any installed binary or plugin: {extracted_runtime.describe(runtimes)}; "
                         "`intent-loop install --apply` removes them")
     for runtime in runtimes:
         try:

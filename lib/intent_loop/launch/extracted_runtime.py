@@ -10,7 +10,7 @@ import os
 
 from intent_loop.launch.fast_path import MARKER
 from intent_loop.launch.launcher import EXTRACTING_ENV
-from intent_loop.launch.run_record import RUNTIME_DIR  # the one name of <data root>/runtime
+from intent_loop.launch.run_record import RUNTIME_DIR, build_id_of, is_build_id  # noqa: F401 - build_id_of re-exported
 
 REMOVING_PREFIX = ".removing-"  # a runtime being deleted; a sweep interrupted half-way is finished by the next
 RECENT_SECONDS = 3600  # a runtime changed this recently may be a first run extracting right now: kept
@@ -49,31 +49,6 @@ def is_complete(archive, site_packages):
     return True
 
 
-def is_build_id(name):
-    """shiv's build id: the sha256 of the runtime's files, 64 lowercase hex digits."""
-    return len(name) == 64 and all(char in "0123456789abcdef" for char in name)
-
-
-def build_id_of(binary):
-    """The build id a binary's launcher names in its `.../runtime/<build id>/...` path, or None
-    (also for a FIFO or device in its place: the read never blocks)."""
-    from intent_loop.errors import IntentLoopError
-    from intent_loop.storage.paths import read_through_links
-
-    try:
-        head = read_through_links(binary, 16384, head=True) or b""
-    except (OSError, IntentLoopError):
-        return None
-    needle = ("/" + RUNTIME_DIR + "/").encode()
-    at = head.find(needle)
-    while at >= 0:
-        candidate = head[at + len(needle):at + len(needle) + 64].decode("ascii", "replace")
-        if is_build_id(candidate):
-            return candidate
-        at = head.find(needle, at + 1)
-    return None
-
-
 def running_build_id():
     """The build id of the runtime this code was imported from, or None (a source checkout)."""
     parts = os.path.realpath(__file__).split(os.sep)
@@ -110,7 +85,7 @@ def old_runtimes(data_root, in_use, *, _now=None):
             continue
         if name == build_id and (build_id in in_use or now - st.st_mtime < RECENT_SECONDS):
             continue
-        found.append({"build_id": build_id, "path": path, "bytes": _tree_bytes(path)})
+        found.append({"build_id": build_id, "path": path, "bytes": tree_bytes(path)})
     return found
 
 
@@ -128,10 +103,20 @@ def remove_runtime(path):
 
 
 def describe(runtimes):
-    """`2 old runtimes (9.8 MB): 4981946df67f, 0c1d2e3f4a5b`, content-free."""
-    total = sum(runtime["bytes"] for runtime in runtimes)
-    ids = ", ".join(runtime["build_id"][:12] for runtime in runtimes)
-    return f"{len(runtimes)} old runtime{'' if len(runtimes) == 1 else 's'} ({total / 1e6:.1f} MB): {ids}"
+    """`2 old runtimes (9.8 MB): 4981946df67f, 0c1d2e3f4a5b`, content-free; the bytecode trees of
+    sources that are gone (launch/bytecode_cache.stale_trees) are counted on their own."""
+    parts = []
+    built = [runtime for runtime in runtimes if runtime["build_id"]]
+    if built:
+        total = sum(runtime["bytes"] for runtime in built)
+        ids = ", ".join(runtime["build_id"][:12] for runtime in built)
+        parts.append(f"{len(built)} old runtime{'' if len(built) == 1 else 's'} ({total / 1e6:.1f} MB): {ids}")
+    trees = [runtime for runtime in runtimes if not runtime["build_id"]]
+    if trees:
+        total = sum(tree["bytes"] for tree in trees)
+        parts.append(f"bytecode of {len(trees)} source director{'y' if len(trees) == 1 else 'ies'} no longer "
+                     f"there ({total / 1e6:.1f} MB): " + ", ".join(tree["source"] for tree in trees))
+    return "; ".join(parts)
 
 
 def _is_own_directory(path):
@@ -144,7 +129,7 @@ def _is_own_directory(path):
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
 
 
-def _tree_bytes(path):
+def tree_bytes(path):
     total = 0
     for directory, _dirs, files in os.walk(path):  # os.walk does not follow links to directories
         for name in files:
