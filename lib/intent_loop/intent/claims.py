@@ -80,54 +80,58 @@ def unsafe_characters(text):
 
 def _outside_emoji(text, hidden, category):
     """`hidden` (the format and TAG characters of `text`) without the ones every occurrence of
-    which builds an emoji, and VS16 when one occurrence does not."""
+    which builds an emoji, and VS16 when one occurrence does not. Each distinct neighbourhood of a
+    ZWJ or VS16 is checked once: emoji repeat, and a line may hold 20,000 characters."""
     tags = {ch for ch in hidden if ord(ch) in TAG_BLOCK}
     refused = hidden - tags - {ZWJ}
     if tags:
         rest = _without_flags(text)
         refused.update(ch for ch in tags if ch in rest)
-    if ZWJ in hidden and not all(_joins_emoji(text, at, category) for at in _positions(text, ZWJ)):
-        refused.add(ZWJ)
-    if not all(_presents_emoji(text, at, category) for at in _positions(text, VS16)):
-        refused.add(VS16)
+    if ZWJ in hidden:
+        parts = text.split(ZWJ)
+        joins = {(before[-2:], after[:1]) for before, after in zip(parts[:-1], parts[1:], strict=True)}
+        if not all(_joins_emoji(before, after, category) for before, after in joins):
+            refused.add(ZWJ)
+    if VS16 in text:
+        parts = text.split(VS16)
+        bases = {(before[-1:], after[:1]) for before, after in zip(parts[:-1], parts[1:], strict=True)}
+        if not all(_presents_emoji(base, after, category) for base, after in bases):
+            refused.add(VS16)
     return refused
-
-
-def _positions(text, ch):
-    at = text.find(ch)
-    while at >= 0:
-        yield at
-        at = text.find(ch, at + 1)
 
 
 def _without_flags(text):
     """`text` without the tags of its subdivision flags: U+1F3F4, 1-6 tags of a-z and 0-9, CANCEL TAG."""
     kept, start = [], 0
-    for at in _positions(text, BLACK_FLAG):
+    at = text.find(BLACK_FLAG)
+    while at >= 0:
         end = at + 1
         while end < len(text) and text[end] in FLAG_TAGS:
             end += 1
         if 1 <= end - at - 1 <= MAX_FLAG_TAGS and text[end:end + 1] == CANCEL_TAG:
             kept.append(text[start:at + 1])
             start = end + 1
+        at = text.find(BLACK_FLAG, at + 1)
     return "".join(kept) + text[start:]
 
 
-def _joins_emoji(text, at, category):
-    """The ZWJ at `at` joins two symbols (So), the first optionally followed by VS16 or a skin tone."""
-    before = at - 1
-    if before >= 1 and (text[before] == VS16 or ord(text[before]) in SKIN_TONES):
-        before -= 1
-    return before >= 0 and at + 1 < len(text) and category(text[before]) == "So" == category(text[at + 1])
+def _joins_emoji(before, after, category):
+    """A ZWJ between `before` (the two characters before it) and `after` (the one after it) joins
+    two symbols (So), the first optionally followed by VS16 or a skin tone."""
+    if len(before) == 2 and (before[1] == VS16 or ord(before[1]) in SKIN_TONES):
+        before = before[0]
+    else:
+        before = before[-1:]
+    return bool(before and after) and category(before) == "So" == category(after)
 
 
-def _presents_emoji(text, at, category):
-    """The VS16 at `at` follows a symbol or punctuation mark, ℹ, or the base of a keycap (then U+20E3)."""
-    if at == 0:
+def _presents_emoji(base, after, category):
+    """A VS16 after `base` (and before `after`) follows a symbol or punctuation mark, ℹ, or the base
+    of a keycap (then U+20E3)."""
+    if not base:
         return False
-    base = text[at - 1]
     if base in KEYCAP_BASES:
-        return text[at + 1:at + 2] == KEYCAP
+        return after == KEYCAP
     return base == INFORMATION_SOURCE or category(base) in VS16_BASE_CATEGORIES
 
 
