@@ -83,7 +83,8 @@ def test_hook_python_never_runs_a_recorded_interpreter_the_agent_can_write(tmp_p
     evil.write_text(f'#!/bin/sh\ntouch "{marker}"\nexec "{os.path.realpath(sys.executable)}" "$@"\n')
     evil.chmod(0o755)
     write_record(data_root, evil)
-    check = doctor([copy / "hooks" / "intent-loop", "cli"], env_for(isolated_home, codex_home), workspace)["hook_python"]
+    checks = doctor([copy / "hooks" / "intent-loop", "cli"], env_for(isolated_home, codex_home), workspace)
+    check = checks["hook_python"]
     assert not check["ok"] and check["detail"].startswith("PYTHON_NOT_FOUND"), check
     assert not marker.exists()
 

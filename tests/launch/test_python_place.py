@@ -307,3 +307,19 @@ def test_a_non_utf8_intent_loop_python_gives_valid_json(attack):
                           capture_output=True, timeout=60)
     answer = json.loads(done.stdout.decode("utf-8"))
     assert answer["continue"] is True and answer["systemMessage"].startswith("intent-loop is not recording: ")
+
+
+def test_the_workspace_rule_holds_without_a_home_and_yields_only_for_one_holding_it(attack, trusted_dir):
+    """A place holding the home folder (a workspace of ~ or /) is outside the threat model and not used;
+    an unset HOME does not switch the workspace rule off."""
+    env, data_root, workspace, marker = attack
+    inside = planted(workspace / "bin" / "python3", marker)
+    env["PATH"] = f"{inside.parent}:/usr/bin:/bin"
+    del env["HOME"]
+    hook(env, cwd=workspace)
+    assert not marker.exists() and recorded(data_root) != str(inside)
+    assert choose(str(inside), cwd=str(workspace), env={})[1] is not None
+    home = trusted_dir / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "python3").symlink_to(real_python())
+    assert choose(str(home / "bin" / "python3"), cwd=str(home), env={"HOME": str(home)})[1] is None

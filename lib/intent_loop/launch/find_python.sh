@@ -30,8 +30,9 @@ if _r:
 # A place that holds the home folder is outside the threat model (docs/security.md): it is not used,
 # or every interpreter of the user's would be refused.
 holds_home() {
-  case ${HOME:-} in "$1"|"$1"/*|'') return 0 ;; esac
-  [ "$1" = / ]
+  [ "$1" = / ] && return 0
+  case ${HOME:-} in "$1"|"$1"/*) return 0 ;; esac
+  return 1
 }
 
 add_agent_place() {

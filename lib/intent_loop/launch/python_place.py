@@ -10,7 +10,7 @@ MAX_HOPS = 16
 
 def _holds_home(place, home):
     """A place that holds the home folder is outside the threat model (docs/security.md)."""
-    return not home or place == "/" or home == place or home.startswith(place.rstrip("/") + "/")
+    return place == "/" or bool(home) and (home == place or home.startswith(place.rstrip("/") + "/"))
 
 
 def _project_root(directory):
