@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,21 @@ def test_with_an_empty_codex_home_the_data_root_is_still_not_created(planted, tm
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert not marker.exists() and _tree(home) == [".codex"]
+
+
+def test_a_runtime_directory_linked_into_the_data_root_is_moved_aside_never_imported(planted, tmp_path):
+    """<data root>/runtime/<build id> as a link to a complete runtime elsewhere (issue 33, item 9):
+    neither the shell's fast path nor the long way imports through it; the long way moves it aside
+    and extracts afresh."""
+    env, marker, _home = planted
+    build_id = extracted_runtime.build_id_of(str(DIST / "intent-loop"))
+    data = tmp_path / "data"
+    (data / "runtime").mkdir(parents=True)
+    (data / "runtime" / build_id).symlink_to(Path(env["TMPDIR"]) / f"intent-loop-runtime-{os.getuid()}" / build_id)
+    env = dict(env, INTENT_LOOP_DATA_DIR=str(data))
+    done = subprocess.run([str(DIST / "intent-loop"), "status", "--json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not marker.exists()
+    assert (data / "runtime" / build_id).is_dir() and not (data / "runtime" / build_id).is_symlink()
+    assert [n for n in os.listdir(data / "runtime") if n.startswith(build_id + ".broken-")]

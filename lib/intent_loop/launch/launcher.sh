@@ -68,9 +68,11 @@ if [ -z "$py" ] || [ ! -x "$py" ]; then
 fi
 
 # Python compiling the long way costs about a tenth of an interpreter start: the common case
-# (a complete runtime under a root the shell found, not through a symlink) skips it.
+# (a complete runtime under a root the shell found, not through a symlink) skips it; the long way
+# moves a linked runtime directory (or another user's) aside.
 site=$root/runtime/@BUILD_ID@/${0##*/}_@BUILD_ID@/site-packages
-if [ -n "$root" ] && [ ! -L "$0" ] && [ ! -L "$root/runtime" ] && [ -f "$site/@MARKER@" ]; then
+if [ -n "$root" ] && [ ! -L "$0" ] && [ ! -L "$root/runtime" ] && [ ! -L "$root/runtime/@BUILD_ID@" ] &&
+  [ -f "$site/@MARKER@" ]; then
   start "$py" -I -S -c "${guard_code}@FAST_PATH_CODE@" "$py_record_id" "$site" "$0" "$@"
 fi
 # A separate command: the shell parses a whole `if ... fi` before running it, and the fast path
