@@ -126,7 +126,10 @@ class Transaction:
 
         raise_if_marked(self.paths)  # the daily scrub found the chain broken: no write until recover
         self.fd, st = open_ledger(self.paths)
-        if self._resume is not None:
+        # a ledger that grew since the lock-free read had its cache saved since: a sharded read's
+        # lazy parts may name slots rewritten meanwhile, so the fresh checkpoint is the candidate
+        overtaken = self.fd is not None and st.st_size != getattr(self._resume, "size", None)
+        if self._resume is not None and not (overtaken and hasattr(self.reducer, "cache_split")):
             cached = checkpoint.Cached(self._resume, identity=None)
         else:
             cached = checkpoint.load(self.paths, self.reducer)
