@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers.dist import requires_dist
+from intent_loop.launch import hook_runs
 from intent_loop.launch.python_place import RECORD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,3 +100,24 @@ def test_the_binaries_interpreter_check_probes_the_interpreter_they_name(tmp_pat
     check = doctor([DIST / "intent-loop"], env, workspace)["interpreter"]
     assert check["ok"], check
     assert "(Python 3." in check["detail"] or "not used" in check["detail"], check
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="hiding /usr/bin's pythons needs root and unshare -m")
+def test_doctor_says_when_the_only_python_is_inside_the_workspace(tmp_path, isolated_home):
+    codex_home = tmp_path / "codex"
+    copy = plugin_copy(codex_home)
+    data_root = codex_home / "plugin-data" / "intent-loop" / "v1"
+    workspace = tmp_path / "ws"
+    venv = workspace / ".venv"
+    subprocess.run([os.path.realpath(sys.executable), "-m", "venv", "--without-pip", "--copies", str(venv)],
+                   check=True, timeout=120)
+    (data_root / "runtime").mkdir(parents=True)
+    (data_root / "runtime" / hook_runs.NO_PYTHON_TOLD).write_text("s-1\n")  # what the hook said
+    hidden = [p for p in Path("/usr/bin").glob("python3*") if p.is_file() and not p.is_symlink()]
+    hide = ["unshare", "-m", "sh", "-c",
+            " && ".join([f"mount --bind /dev/null '{p}'" for p in hidden] + ['exec "$@"']), "hide"]
+    env = dict(env_for(isolated_home, codex_home), PATH=f"{venv / 'bin'}:/usr/bin:/bin")
+    check = doctor([*hide, copy / "hooks" / "intent-loop", "cli"], env, workspace)["hook_python"]
+    assert not check["ok"] and check["detail"].startswith("PYTHON_NOT_FOUND"), check
+    assert "the only Python 3.11+ found is inside the workspace" in check["detail"]

@@ -157,7 +157,10 @@ def test_a_binary_whose_interpreter_lies_in_the_workspace_neither_runs_it_nor_a_
     evil = planted(data_root.parent / "evil" / "python3", marker)
     (data_root / "runtime").mkdir(parents=True)
     (data_root / "runtime" / "python").write_text(f"{evil}\n")
-    env["PATH"] = f"{bin_dir}:/usr/bin:/bin"
+    venv = data_root.parent / "ws" / ".venv"  # and a planted venv first on PATH, its pyvenv.cfg edited
+    planted(venv / "bin" / "python3", marker)
+    (venv / "pyvenv.cfg").write_text(f"home = {venv / 'bin'}\n")
+    env["PATH"] = f"{venv / 'bin'}:{bin_dir}:/usr/bin:/bin"
     assert hook(env, cwd=builder_dir, launcher=(DIST / "intent-loop-session-start",))["continue"] is True
     assert not marker.exists()
     assert not (data_root / "runtime" / "python").exists()
