@@ -190,3 +190,17 @@ def test_a_linked_runtime_directory_of_an_install_is_never_written_through(place
     runner.run("intent-loop-stop", env, ws, fixture("stop.turn1.json", ws, session_id=SESSION, turn_id="t2"))
     assert os.listdir(elsewhere) == []
     assert [e["event_type"] for e in events(env, ws)].count("result_signal_observed") == 1
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give a directory to another user")
+def test_a_pycache_of_another_user_is_neither_read_nor_written(place, tmp_path):
+    env, ws = place
+    runner = SourceRun(tmp_path)
+    runner.run("intent-loop-user-prompt", env, ws, prompt_payload(ws, "intent: goal ship it", session=SESSION))
+    pycache = Path(env["INTENT_LOOP_DATA_DIR"]) / "pycache"
+    shutil.rmtree(pycache, ignore_errors=True)
+    pycache.mkdir()
+    os.chown(pycache, 12345, -1)
+    _every_path(runner, env, ws, "turn-B", "intent: must keep the API")
+    assert os.listdir(pycache) == []
+    assert [e["event_type"] for e in events(env, ws)].count("claim_added") == 1

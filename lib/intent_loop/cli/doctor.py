@@ -216,8 +216,9 @@ def _bytecode_check(root):
 
     pycache = os.path.join(root, bytecode_cache.PYCACHE_DIR)
     if os.path.lexists(pycache) and not bytecode_cache.is_own_directory(pycache):
-        return _check("bytecode", False, f"{ErrorCode.UNSAFE_PATH}: {pycache} is a link or another user's; "
-                      "no bytecode is read or written there", "remove it; the next run writes bytecode again")
+        return _check("bytecode", False, f"{ErrorCode.UNSAFE_PATH}: {pycache} is not a directory of this "
+                      "user's (a link?); no bytecode is read or written there",
+                      "remove it; the next run writes bytecode again")
     found = bytecode_cache.damaged(root)
     if not found:
         return _check("bytecode", True, "no damaged bytecode")
