@@ -12,7 +12,7 @@ is_hook=@IS_HOOK@
 # place): a TERM sent to the shell alone or to the whole group never leaves Codex without an
 # answer. The command line simply becomes Python.
 # The hook's answer is captured: anything but a JSON object (a crash, an empty answer) becomes the
-# fail-open answer, said once (find_python.sh, failed_answer).
+# fail-open answer, said once (choose_python.sh, failed_answer).
 start() {
   if [ -n "$is_hook" ]; then
     trap '' TERM
