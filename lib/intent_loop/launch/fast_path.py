@@ -53,7 +53,9 @@ def recompile_damaged_bytecode():
     importlib's own function, already loaded: no module is added."""
     import _frozen_importlib_external as external
 
-    load = external._compile_bytecode
+    load = getattr(external, "_compile_bytecode", None)
+    if load is None:  # a future CPython without it: its imports fail as they would anyway
+        return
 
     def compile_bytecode(data, name=None, bytecode_path=None, source_path=None):  # get_code's keywords
         try:
