@@ -219,10 +219,10 @@ def test_contract_show_and_publish(cli):
     assert cli.json("contract", "publish", "--dry-run")["action"] == "unchanged"
     os.unlink(r["path"])
     assert cli.json("contract", "show")["file_state"] == "missing"
-    assert cli.json("contract", "publish", "--dry-run")["action"] == "rewritten"
+    assert cli.json("contract", "publish", "--dry-run")["action"] == "restored"  # a takeover (issue 33)
     assert not os.path.exists(r["path"])
     p = cli.json("contract", "publish")
-    assert p["action"] == "rewritten" and p["version"] == 1 and os.path.exists(r["path"])
+    assert p["action"] == "restored" and p["version"] == 1 and os.path.exists(r["path"])
     rc, out, _ = cli("contract", "show")
     assert rc == 0 and "bound" in out
     # a new empty-goal task shadows nothing, an off task withdraws the file
@@ -232,10 +232,11 @@ def test_contract_show_and_publish(cli):
 
 
 def test_contract_publish_foreign_file(cli):
-    _goal(cli)
-    path = cli.json("contract", "show")["path"]
+    path = cli.json("contract", "show")["path"]  # the user's file, there before we ever published
+    os.makedirs(os.path.dirname(path))
     with open(path, "w") as fh:
         fh.write('{"objective": "theirs"}')
+    _goal(cli)
     assert cli.json("contract", "show")["file_state"] == "foreign"
     cli.json("claim", "add", "must", "be", "fast")
     assert cli.json("contract", "publish", expect=1)["action"] == "foreign"
