@@ -160,7 +160,9 @@ def test_the_restoration_is_in_the_log_and_status_finds_the_file_bound(tmp_path,
     assert proc.returncode == 0 and "the Guard file was changed outside intent-loop" in proc.stdout, proc.stdout
     proc, _t = cli(env, ws, "status", "--json")
     version = ours["envelope"]["contract_version"]
-    assert json.loads(proc.stdout)["guard"].startswith(f"Guard enforces contract v{version}")
+    status = json.loads(proc.stdout)
+    assert status["guard"].startswith(f"Guard enforces contract v{version}")
+    assert [row["guard_restorations"] for row in status["tasks"]] == [1]
 
 
 def test_a_file_written_after_intent_off_is_the_users_and_never_touched(tmp_path, env, ws):

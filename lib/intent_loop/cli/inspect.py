@@ -73,7 +73,9 @@ def task_rows(state):
         task = state["tasks"][task_id]
         rows.append({"task_id": task_id, "mode": task["mode"], "label": task.get("label"),
                      "label_source": task.get("label_by") if task.get("label") else None,
-                     "active_claims": active_count(task), "changed_at": task["changed_at"]})
+                     "active_claims": active_count(task), "changed_at": task["changed_at"],
+                     # `contract_restored` events: the Guard file changed outside intent-loop (issue 33)
+                     "guard_restorations": task["observations"].get("contract_restored", 0)})
     return rows
 
 
@@ -120,8 +122,10 @@ def cmd_status(args, console):
     for row in result["tasks"]:
         newest = " (newest)" if row["task_id"] == result["newest_task"] else ""
         label = task_label({"label": row["label"], "label_by": row["label_source"]}, for_user=True)
+        restored = f", Guard file restored {row['guard_restorations']}x (`intent-loop log`)" \
+            if row["guard_restorations"] else ""
         console.out(f"task {row['task_id'][:8]}{label}: {row['mode']}, {row['active_claims']} active claims, "
-                    f"changed {row['changed_at']}{newest}")
+                    f"changed {row['changed_at']}{newest}{restored}")
     detail = fstate["kind"]
     if fstate["kind"] == "ours":
         detail += f" (task {fstate['task_id'][:8]}, version {fstate['version']})"
