@@ -4,7 +4,7 @@ build.py embeds this module's source (docstrings dropped) in every binary as `py
 code and appends the call. It is compiled on every hook start: about 0.2 ms, 0.1 ms (0.01x an
 interpreter start) more than the flat one-letter code it replaced, of which the names are 0.02 ms
 and the two functions 0.05 ms. So it stays this small and imports only `sys` (`os` only for a
-damaged runtime). recompile_damaged_bytecode (issue 33) adds about 0.13 ms to that compile (0.01x
+damaged runtime). recompile_damaged_bytecode (issue 33) adds 0.13-0.2 ms to that compile (0.01x-0.02x
 an interpreter start, measured alternating against the code without it) and no module. launcher.py,
 the long way, reuses these functions.
 """
