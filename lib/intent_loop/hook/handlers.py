@@ -100,7 +100,9 @@ def _observe_prompt(payload, runtime, prompt, *, actor):
     _announce_proposals(ctx, ctx.state, answer, items)
     _tell_what_changed(ctx, answer, items)
     if news is not None:
-        _tell_model_of_restoration(answer, news)
+        from intent_loop.ops.receipts import add_restoration_note
+
+        add_restoration_note(answer, news)
     if items:
         from intent_loop.hook.prompt_answer import receipt_line
 
@@ -337,13 +339,6 @@ def _pending_guard_news(ctx, receipt, items):
     return news
 
 
-def _tell_model_of_restoration(answer, news, publication=None):
-    from intent_loop.ops.receipts import restoration_note  # the model hears of it as the user does, once
-    note = restoration_note(news, publication)
-    if note is not None:
-        answer["context"] = "\n\n".join(part for part in (note, answer.get("context")) if part)
-
-
 def _guard_status(ctx, state):
     """The Guard line `intent: show` ends with, as `intent-loop status` prints it (nothing written)."""
     from intent_loop.guard.provider import plan_refresh
@@ -360,7 +355,7 @@ def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
     notice = continuity_item(ctx, state, explicit=explicit)
     for_model = moved_elsewhere(ctx, ctx.place(), "model") if notice is None else notice
     parts = [prompt_answer.PREFIX + for_model] if for_model else []
-    from intent_loop.ops.receipts import model_receipt
+    from intent_loop.ops.receipts import add_restoration_note, model_receipt
 
     model_copy = model_receipt(receipt.entries)
     if model_copy is not None:
@@ -375,7 +370,7 @@ def _receipt_answer(ctx, state, receipt, *, steering=False, explicit=False):
         ctx.seen.remember_view(view, state)
     answer = {"context": "\n\n".join(parts)} if parts else {}
     items = prompt_answer.receipt_items(receipt, notice=notice)
-    _tell_model_of_restoration(answer, _pending_guard_news(ctx, receipt, items), receipt.publication)
+    add_restoration_note(answer, _pending_guard_news(ctx, receipt, items), receipt.publication)
     _announce_proposals(ctx, state, answer, items)
     ctx.seen.note_current(state)
     if steering:  # only management lines, typed while a turn ran: a block would have ended that turn

@@ -202,6 +202,14 @@ def restoration_note(news_text, publication=None):
     return None
 
 
+def add_restoration_note(answer, news_text, publication=None):
+    """Put restoration_note first in a hook answer's context: the model hears of a restored Guard
+    file as the user does, once."""
+    note = restoration_note(news_text, publication)
+    if note is not None:
+        answer["context"] = "\n\n".join(part for part in (note, answer.get("context")) if part)
+
+
 def guard_news(result):
     """What a refresh after the answer (Stop, a repair) found that the user must still hear, as
     plain data for the session's seen record (no words: the record is a deletable cache), or None."""
