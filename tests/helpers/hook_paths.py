@@ -5,19 +5,33 @@ tests/bench/import_cost.py measures."""
 
 ENTRY = {"SessionStart": ("hooks.session_start", "session_start"),
          "UserPromptSubmit": ("hooks.user_prompt", "user_prompt_submit"), "Stop": ("hooks.stop", "stop")}
-# {lib}, {root}, {event}, {module}, {name}, then `{after}`: code run once the answer is out
+# {lib}, {root}, {event}, {module}, {name}, then `{after}`: code run once the answer is out, by the
+# process that answered. A command prompt's hook process answers from inside its commit, which it
+# forked (issue 33 item 8), and leaves from there: `_leave` runs the same code before it exits.
 RUN = r'''
 import os, sys
 sys.path[:0] = [{lib!r}, {root!r}]
 from intent_loop.hook.runtime import run_hook
 handler = getattr(__import__({module!r}, fromlist=[{name!r}]), {name!r})
-run_hook({event!r}, handler, stdin_fd=0, stdout_fd=1, env=dict(os.environ), detach=True)
+def _after():
 {after}
+    pass
+def _leave():
+    _after()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+try:
+    run_hook({event!r}, handler, stdin_fd=0, stdout_fd=1, env=dict(os.environ), detach=True, leave=_leave)
+except TypeError:  # an older tree's runtime, without `leave` (tests/bench/import_cost.py --against)
+    run_hook({event!r}, handler, stdin_fd=0, stdout_fd=1, env=dict(os.environ), detach=True)
+_after()
 '''
 
 
 def code_for(event, *, lib, root, after=""):
     module, name = ENTRY[event]
+    after = "\n".join("    " + line for line in after.splitlines())
     return RUN.format(lib=str(lib), root=str(root), event=event, module=module, name=name, after=after)
 
 
@@ -40,7 +54,10 @@ PATH_MODULES = {
     # into its rules (secret_rules, +1) and its patterns (redact_passes, loaded only for text the
     # pre-filter cannot clear: 0 here; import and redaction of an ordinary prompt 0.60 ms, from 0.73)
     # issue 33 item 4: every operation on the Guard file goes through descriptors walked down from
-    # the project root (guard/guard_dir, +1), which neither provider nor file_state had room for
-    "prompt with two commands": 67,
+    # the project root (guard/guard_dir, +1), which neither provider nor file_state had room for;
+    # issue 33 item 8: the hook process forks at its transaction's write and answers with what the
+    # child composes, so the modules loaded from the write on (storage.append, intent.state_cache:
+    # -2) load in that child only (hook.deferred and the pending-work lock now load before the answer)
+    "prompt with two commands": 65,
     "Stop": 33,  # the Stop's recording and Guard refresh run after its answer (hook/turn_end.py)
 }

@@ -155,7 +155,8 @@ def test_a_write_or_rename_the_disk_stalls_past_the_limit_is_noted_as_written(tm
     """The alarm is held back from the write (or the rename) until the lines are noted as written: a
     call the disk stalls past the commit's limit completes (no signal cuts a write to a regular
     file short), and the alarm that lands right after it finds the lines noted. The stall here is
-    4.2 s: past the 3.5 s limit, inside Codex's 5 s."""
+    4.2 s: past the 3.5 s limit, inside Codex's 5 s. The hook process does not wait for it (issue 33
+    item 8): its commit's child reported the write begun, so it answers "written" at its 4 s limit."""
     ws = tmp_path / "ws"
     ws.mkdir()
     prompt, statement = "intent: goal ship the parser", "ship the parser"  # a new ledger: its first goal
@@ -164,7 +165,7 @@ def test_a_write_or_rename_the_disk_stalls_past_the_limit_is_noted_as_written(tm
         prompt, statement = "intent: must keep the API", "must: keep the API"
     answer, seconds = _hook(tmp_path, ws, "t-2", prompt, module=module, seam=seam, delay=4.2, match=match)
     assert "1 command written to the ledger but not confirmed (DEADLINE_EXCEEDED)" in answer["systemMessage"]
-    assert seconds >= 4.2  # the alarm waited for the stalled call and its note
+    assert seconds < 4.2  # answered while the child's call was still stalled
     assert statement in _recorded(tmp_path, ws)
     assert statement.removeprefix("must: ") in _guard(ws)[1]
 

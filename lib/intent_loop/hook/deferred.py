@@ -53,6 +53,82 @@ def detach(paths, job, *, deadline_seconds, on_failure, upkeep=None):
 
 
 ADOPTION_WAIT = 0.5  # the parent's bound on waiting for its child to take over the project lock
+# What the commit's child reports before its answer (b"A", its length, the answer): ADOPTED here, then
+# b"C" (committing: past the point of no return) and b"W" (written) from hook.runtime.CommitWatch.
+ADOPTED = b"L"
+
+
+def split_commit(paths):
+    """Fork a hook's commit at its write (hook.runtime._split_commit): ("child", the pipe's write
+    end) in the child, which takes over the project lock and the pending-work lock, leaves Codex's
+    process group and lets go of stdin, stdout and stderr before it reports ADOPTED; ("parent", the
+    read end) in the hook process; None when no pipe or fork could be made (it commits itself)."""
+    from posix import pipe
+
+    pending = pending_work.hold(paths) if paths is not None else None  # noqa: F841 - the child's flock
+    try:
+        read_end, write_end = pipe()
+    except OSError:
+        return None
+    # No alarm may land in this process past the fork: raised here, it would unwind the transaction
+    # and release the lock the child now holds (child_reply arms its own; the child, its commit's).
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
+    try:
+        pid = fast_os.fork()
+    except OSError:
+        _close_all((read_end, write_end))
+        return None
+    if pid:
+        fast_os.close(write_end)
+        return "parent", read_end
+    fast_os.close(read_end)
+    fast_os.setsid()
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    _detach_stdio()
+    try:
+        sys.modules["intent_loop.storage.lock"].adopt_held()
+    except BaseException:  # the flock still guards the work; a waiter may only time out
+        pass
+    tell(write_end, ADOPTED)
+    return "child", write_end
+
+
+def tell(fd, data):
+    """Write to the answering hook process; it may have answered and gone (EPIPE): never raises."""
+    try:
+        fast_os.write(fd, data)
+    except OSError:
+        pass
+
+
+def child_reply(fd, *, until):
+    """In the hook process: read what the commit's child reports until its whole answer, its end
+    of file or the monotonic time `until` (a SIGALRM bounds each read: no disk is involved).
+    Returns (the reports, the answer or None, whether the pipe ended)."""
+    data, ended = b"", False
+    try:
+        while not _whole_answer(data):
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            _signal.setitimer(_signal.ITIMER_REAL, left)
+            chunk = fast_os.read(fd, 65536)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            if not chunk:
+                ended = True
+                break
+            data += chunk
+    except BaseException:  # the alarm (the hook's HookDeadline), or a read error: answer from what came
+        pass
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+    reported, _marker, rest = data.partition(b"A")
+    return reported, (rest[8:8 + int.from_bytes(rest[:8], "little")] if _whole_answer(data) else None), ended
+
+
+def _whole_answer(data):
+    at = data.find(b"A")
+    return at >= 0 and len(data) >= at + 9 and len(data) - at - 9 >= int.from_bytes(data[at + 1:at + 9], "little")
 
 
 def _adoption_pipe():

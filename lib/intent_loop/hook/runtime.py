@@ -19,6 +19,10 @@ DEADLINE_SECONDS = 2.0
 # for two seconds would otherwise leave lines in the ledger that the answer calls "not recorded".
 # Codex kills a hook at 5 s (hooks.json), which leaves 1.5 s for the interpreter's start and exit.
 COMMIT_LIMIT_SECONDS = 3.5
+# The hook process forks at the commit's write (CommitWatch.split): the child writes, syncs and
+# composes the receipt; the hook process answers with it, or at this limit (from the call's start)
+# with what the child reported, without ever waiting in a disk syscall itself (issue 33, item 8).
+ANSWER_LIMIT_SECONDS = 4.0
 _EVENTS_WITH_CONTEXT = ("SessionStart", "UserPromptSubmit")
 
 
@@ -87,19 +91,35 @@ class CommitWatch:
     last deadline check a write is better finished than cut; `written()` marks the lines as in the
     ledger, so a failure from then on is answered "written, not confirmed", never "not recorded"."""
 
-    __slots__ = ("started", "is_written")
+    __slots__ = ("started", "is_written", "split", "pipe")
 
-    def __init__(self, started):
+    def __init__(self, started, split=None):
         self.started = started
         self.is_written = False
+        self.split = split  # the hook process: forks the commit off (returns only in the child)
+        self.pipe = None  # in that child: the pipe to the answering hook process
 
-    def writing(self):
+    def writing(self, paths=None):
+        if self.split is not None and self.pipe is None:
+            self.pipe = self.split(paths)
         left = self.started + COMMIT_LIMIT_SECONDS - time.monotonic()
         if left > 0:
             _signal.setitimer(_signal.ITIMER_REAL, left)
 
+    def committing(self):
+        """Past the point of no return (the write or rename, with the alarm held): the lines will be
+        in the ledger unless that call fails. Told to the answering hook process."""
+        self._tell(b"C")
+
     def written(self):
         self.is_written = True
+        self._tell(b"W")
+
+    def _tell(self, report):
+        if self.pipe is not None:
+            from intent_loop.hook import deferred  # loaded: it made the pipe
+
+            deferred.tell(self.pipe, report)
 
 
 class _Output:
@@ -108,11 +128,14 @@ class _Output:
     def __init__(self, fd):
         self.fd = fd
         self.done = False
+        self.framed = False  # the commit's child: its answer goes to the hook process, length first
 
     def write(self, data):
         if self.done:
             return
         self.done = True
+        if self.framed:
+            data = b"A" + len(data).to_bytes(8, "little") + data
         view = memoryview(data)
         while view:
             try:
@@ -155,18 +178,25 @@ def render_answer(event_name, answer):
 
 
 def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline_seconds=DEADLINE_SECONDS,
-             detach=False, then=None):
+             detach=False, then=None, leave=None):
     """Run `handler(payload, context) -> {"context"?, "system_message"?, "block_reason"?}` fail-open;
     never raises. What the handler queues on `context["after"]` (an AfterAnswer) runs once the
     answer is out, in a detached child when `detach` (the hook process), else right here
     (in-process callers and tests), followed there by `then()` when given. Returns whether any
-    work ran after the answer (and so `then` with it)."""
+    work ran after the answer (and so `then` with it).
+
+    With `detach`, a transaction's write forks the call (CommitWatch.split, `_split_commit`): the
+    child goes on and answers through a pipe, and this process answers once that answer or
+    ANSWER_LIMIT_SECONDS comes, then calls `leave()` (default: exit at once) instead of returning."""
     env = fast_os.environment if env is None else env
     output = _Output(stdout_fd)
     started = time.monotonic()
     where = "start"
     after = AfterAnswer()
-    context = {"after": after, "commit_watch": CommitWatch(started)}
+    watch = CommitWatch(started)
+    if detach:
+        watch.split = lambda paths: _split_commit(paths, event_name, output, after, watch, leave)
+    context = {"after": after, "commit_watch": watch}
     succeeded = False
 
     def on_term(signum, frame):
@@ -201,12 +231,51 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     except OSError:
         pass
     output.write(data)
+    if watch.pipe is not None:  # the commit's child: the hook process has its answer; go on detached
+        fast_os.close(watch.pipe)
+        detach = None
     paths, job = _with_maintenance(after.paths, after.work(succeeded=succeeded))
     if job is None:
         return False
     _finish_after_answer(paths, _followed_by(job, then), env, event_name, detach=detach,
                          deadline_seconds=after.budget or deadline_seconds)
     return True
+
+
+def _split_commit(paths, event_name, output, after, watch, leave):
+    """Fork at the commit's write. The child (returned the pipe to write to) writes, syncs, composes
+    the answer and does the work after it; this process, which Codex waits on, never returns:
+    it answers with the child's answer, or at ANSWER_LIMIT_SECONDS with what the child reported
+    (the lines written or being written: "written, not confirmed"; nothing, the child gone:
+    "NOT recorded"), entering no disk syscall, then leaves."""
+    from intent_loop.hook import deferred
+
+    split = deferred.split_commit(paths)
+    if split is None:  # no fork here: this process commits itself, as before
+        watch.split = None
+        return None
+    side, pipe = split
+    if side == "child":
+        output.fd, output.framed = pipe, True
+        return pipe
+    try:  # never returns: unwinding would release the lock the child holds
+        reported, answer, ended = deferred.child_reply(pipe, until=watch.started + ANSWER_LIMIT_SECONDS)
+        if answer is None:  # written, or stalled past the point of no return: the lines will be there
+            watch.is_written = b"W" in reported or (b"C" in reported and not ended)
+            answer = _failure_answer(event_name, after, HookDeadline() if not ended else _ChildGone())
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+        output.write(answer)
+        (leave or _exit_now)()
+    finally:
+        fast_os._exit(0)
+
+
+class _ChildGone(Exception):
+    """The commit's child ended without an answer (killed): INTERNAL_ERROR in the answer."""
+
+
+def _exit_now():
+    fast_os._exit(0)
 
 
 def _followed_by(job, then):
@@ -258,6 +327,8 @@ def _finish_after_answer(paths, job, env, event_name, *, detach, deadline_second
             deferred.detach(paths, job, deadline_seconds=deadline_seconds, on_failure=failed, upkeep=upkeep)
         else:
             deferred.run_inline(job, deadline_seconds=deadline_seconds, on_failure=failed)
+            if detach is None:  # the commit's child (_split_commit), detached already: its upkeep too
+                upkeep()
     except BaseException as exc:  # the answer is out; nothing here may turn into a crash
         log_failure(env, event_name, "after_answer", exc)
 

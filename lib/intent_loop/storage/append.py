@@ -53,7 +53,7 @@ def open_for_append(path, verified_fd, verified_length):
     return fd
 
 
-def append_durably(path, verified_fd, verified_length, data, *, on_written=None):
+def append_durably(path, verified_fd, verified_length, data, *, on_written=None, on_committing=None):
     """Append `data` (whole lines) to the verified ledger and sync it.
 
     Raises WRITE_FAILED with the ledger cut back to `verified_length` (or, if even that fails,
@@ -62,12 +62,16 @@ def append_durably(path, verified_fd, verified_length, data, *, on_written=None)
     the file, before the sync: from then on every reader sees the lines, so a caller interrupted
     during the sync (a hook's deadline) must not call them "not recorded". SIGALRM (a hook's
     deadline) is held back from the write until then: a write the disk stalls still completes, and
-    an alarm raised right after it would otherwise leave written lines unnoted.
+    an alarm raised right after it would otherwise leave written lines unnoted. `on_committing()`
+    runs once it is held, before the first byte: from then on the lines will be in the file unless
+    the write fails (a hook's answering process, waiting on the writer, may say so).
     """
     fd = open_for_append(path, verified_fd, verified_length)
     try:
         held = platform.hold_signals(("SIGALRM",)) if on_written is not None else None
         try:
+            if on_committing is not None:
+                on_committing()
             try:
                 write_all(fd, data)
             except OSError as exc:

@@ -52,7 +52,7 @@ def _copy_by_reading(src_fd, dst_fd, start, length):
 
 
 def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None, fill=None, check=None,
-                       on_replaced=None):
+                       on_replaced=None, on_committing=None):
     """Replace `path` with `data` durably (`durable=False`: atomic only, for derived caches).
 
     `prefix=(fd, length)` puts the first `length` bytes of an open file before `data`: cutting a
@@ -60,7 +60,8 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
     writes the content itself instead of `data` (a streamed rewrite of the whole ledger), and
     `check(fd, filled)` runs on the synced temp file before the rename; either may raise to leave
     `path` as it was. `on_replaced()` runs right after the rename, before the directory's sync,
-    with SIGALRM held back from the rename until then (see append.append_durably's `on_written`).
+    with SIGALRM held back from the rename until then (see append.append_durably's `on_written`);
+    `on_committing()` runs once it is held, right before the rename.
     Returns what `fill` returned.
 
     Before the rename any failure leaves `path` byte-identical and no temp file behind
@@ -87,6 +88,8 @@ def replace_atomically(path, data=b"", *, mode=0o600, durable=True, prefix=None,
             fast_os.close(fd)
         held = platform.hold_signals(("SIGALRM",)) if on_replaced is not None else None
         try:  # the rename and its note together (see append.append_durably)
+            if on_committing is not None:
+                on_committing()
             fast_os.replace(temp, path)
             if on_replaced is not None:
                 on_replaced()

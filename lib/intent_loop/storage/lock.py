@@ -223,7 +223,14 @@ class ProjectLock:
                 stopped.append(True)
             wake.release()
 
-        _thread.start_new_thread(beat, ())
+        # Started with the signals a caller handles blocked, which the thread inherits: SIGALRM (a
+        # hook's deadline) and SIGTERM must reach the main thread only, or a write's hold on the
+        # alarm (append.append_durably) would be bypassed through this thread.
+        held = platform.hold_signals(("SIGALRM", "SIGTERM", "SIGINT"))
+        try:
+            _thread.start_new_thread(beat, ())
+        finally:
+            platform.release_signals(held)
         self._keepalive = stop
 
     def _stop_keepalive(self):

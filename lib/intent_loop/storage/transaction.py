@@ -193,23 +193,23 @@ class Transaction:
             lines.append(line)
         self.check_deadline()
         self.lock.heartbeat()
-        written = None
+        written = committing = None
         if self._watch is not None:
-            self._watch.writing()
-            written = self._watch.written
+            self._watch.writing(self.paths)
+            written, committing = self._watch.written, getattr(self._watch, "committing", None)
         first_offset = self.verified.size
         try:
             if self.fd is None:  # creating the ledger: the seed's temp file + fsync + rename
                 from intent_loop.storage.atomic import replace_atomically  # only then: the read path needs none
 
-                replace_atomically(self.paths.ledger, b"".join(lines), on_replaced=written)
+                replace_atomically(self.paths.ledger, b"".join(lines), on_replaced=written, on_committing=committing)
                 self._reopen()
             else:
                 from intent_loop.storage.append import append_durably
 
                 ending = b"\n" if self.verified.missing_lf else b""  # an editor's "no newline at end of file"
                 append_durably(self.paths.ledger, self.fd, self.verified.size, ending + b"".join(lines),
-                               on_written=written)
+                               on_written=written, on_committing=committing)
                 if ending:
                     first_offset += 1
                     self.verified.size += 1
