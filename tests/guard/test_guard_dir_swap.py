@@ -232,3 +232,41 @@ def test_a_killed_writers_temp_file_is_cleaned_and_only_ours(project, workspace)
     left = sorted(os.listdir(directory))
     assert os.path.basename(ours) not in left
     assert set(alike) <= set(left) and "contract.json." + "c3" * 16 + ".tmp" in left  # a link is not ours
+
+
+@pytest.mark.parametrize("swapped", ["upper", "lower"])
+def test_a_nested_efg_contract_path_is_walked_component_by_component(monkeypatch, tmp_path, project, workspace,
+                                                                      other, swapped):
+    """EFG_CONTRACT_PATH=a/b/guard.json: a link swapped in for `a` or `a/b` between the walk and the
+    write never carries the write into the other project."""
+    env = {"EFG_CONTRACT_PATH": "a/b/guard.json"}
+    before = tree_hashes(os.path.dirname(other))
+
+    def publish(prompt):
+        _n[0] += 1
+        return apply_commands.run_commands(
+            project, commands=prompt_commands.parse_prompt(prompt), session_hash=SESSION,
+            source_ref={"kind": "user_event", "event_id": f"nested-{_n[0]}"}, request_id=f"nested-{_n[0]}",
+            deadline=time.monotonic() + 20, workspace=workspace, env=env).publication
+
+    assert publish("intent: goal ship the parser")["action"] == "published"
+    target = os.path.join(workspace, "a") if swapped == "upper" else os.path.join(workspace, "a", "b")
+    aside = target + ".aside"
+
+    def swap(_step):
+        if not os.path.islink(target):
+            os.rename(target, aside)
+            os.symlink(other, target)
+
+    monkeypatch.setattr(guard_dir, "_between", swap)
+    try:
+        result = publish("intent: must keep the API")
+    finally:
+        monkeypatch.setattr(guard_dir, "_between", lambda step: None)
+    assert os.path.islink(target)  # the swap happened mid-write
+    os.unlink(target)
+    os.rename(aside, target)
+    assert result["action"] == "published", result  # written through the descriptor already held
+    with open(os.path.join(workspace, "a", "b", "guard.json"), "rb") as fh:
+        assert b"keep the API" in fh.read()
+    assert tree_hashes(os.path.dirname(other)) == before

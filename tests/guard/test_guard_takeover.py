@@ -155,6 +155,11 @@ def test_after_a_forged_2_to_the_53_minus_1_the_next_change_publishes_the_next_v
 def test_the_restoration_is_in_the_log_and_status_finds_the_file_bound(tmp_path, env, ws):
     ours = _publish_ours(tmp_path, env, ws)
     _take_over(ws, ours, "task_contract_lite")
+    proc, _t = cli(env, ws, "contract", "show", "--json")  # before the next refresh: named, not yet restored
+    shown = json.loads(proc.stdout)
+    assert (shown["file_state"], shown["takeover"]) == ("foreign", "lite"), shown
+    proc, _t = cli(env, ws, "status", "--json")
+    assert json.loads(proc.stdout)["guard"].startswith("Guard file changed outside intent-loop")
     hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="t1"), env)
     proc, _t = cli(env, ws, "log")
     assert proc.returncode == 0 and "the Guard file was changed outside intent-loop" in proc.stdout, proc.stdout

@@ -53,6 +53,8 @@ def describe(state, paths, env):
             current = published["version"] if published else None
             next_version = provider.next_version(state, task_id, digest)[0]
     kind = fstate["kind"]
+    # changed outside intent-loop at a path we hold: the next refresh restores ours (guard.md)
+    takeover = None if outside else _takeover(paths, path, state, fstate)
     if kind == "ours":
         if fstate.get("errors"):
             file_state = "invalid"
@@ -66,9 +68,21 @@ def describe(state, paths, env):
     return {
         "task_id": task_id if projection is not None else None, "newest_task": task_id, "reason": reason,
         "projection": projection, "snapshot_sha256": digest, "current_version": current,
-        "next_version": next_version, "path": path, "file_state": file_state,
+        "next_version": next_version, "path": path, "file_state": file_state, "takeover": takeover,
         "file": fstate, "shadowed_tasks": provider.shadowed_tasks(state, task_id if projection is not None else None),
     }
+
+
+def _takeover(paths, path, state, fstate):
+    """What a takeover of the path we hold found (guard/file_state.takeover_kind), or None."""
+    from intent_loop.base.canonical import sha256_hex
+    from intent_loop.guard import file_state
+
+    record = file_state.read_record(paths, path)
+    if record is None:
+        return None
+    data, _why = file_state.read_bytes(path)
+    return file_state.takeover_kind(record, data, fstate, file_sha256=None if data is None else sha256_hex(data))
 
 
 # What only the write itself can tell, said by every dry run whose real run would write.
@@ -88,7 +102,9 @@ def cmd_show(args, console):
         console.out(f"task {info['task_id'][:8]}: sha256 {info['snapshot_sha256']}, "
                     f"current version {info['current_version'] or '-'}, next version {info['next_version']}")
         console.out(document.render_document(info["projection"]).decode("utf-8").rstrip("\n"))
-    console.out(f"file {info['path']}: {info['file_state']}")
+    changed = f" (changed outside intent-loop: {info['takeover']}; the next refresh restores ours)" \
+        if info["takeover"] else ""
+    console.out(f"file {info['path']}: {info['file_state']}{changed}")
     for error in info["file"].get("errors") or ():
         console.out(f"  - {error}")
     if info["shadowed_tasks"]:

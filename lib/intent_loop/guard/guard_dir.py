@@ -169,7 +169,11 @@ def open_guard_dir(path, project_root, *, create=False, gitignore=b""):
     """The Guard file's directory, walked from the project root (see the module docstring), or
     None when it does not exist and `create` is false. Raises PROVIDER_PATH_OUTSIDE when it lies
     outside the project, PROVIDER_PATH_FOREIGN when a component is a link or not a directory."""
-    root, parts = relative_parts(path, project_root)
+    try:
+        root, parts = relative_parts(path, project_root)
+    except OSError as exc:  # a link swapped while realpath read it
+        raise IntentLoopError(ErrorCode.PROVIDER_PATH_FOREIGN, f"{path} changed while it was resolved "
+                              f"({exc.strerror}); intent-loop writes nothing through it") from exc
     if parts is None:
         raise IntentLoopError(ErrorCode.PROVIDER_PATH_OUTSIDE,
                               f"{path} is outside the project {root}; nothing is written")

@@ -48,8 +48,11 @@ def outside_reason(path, project_root):
     The one check every Guard-file write passes: an EFG_CONTRACT_PATH through a symlinked
     directory, with `..`, or absolute elsewhere would otherwise write the document and a
     .gitignore outside the workspace."""
-    directory = fast_os.path.realpath(fast_os.path.dirname(path))
-    root = fast_os.path.realpath(project_root)
+    try:
+        directory = fast_os.path.realpath(fast_os.path.dirname(path))
+        root = fast_os.path.realpath(project_root)
+    except OSError as exc:  # a link swapped while it was being resolved
+        return f"{path} cannot be resolved ({exc.strerror}); nothing is written"
     if directory == root or directory.startswith(root.rstrip(fast_os.sep) + fast_os.sep):
         return None
     return f"{path} is outside the project {root} (its directory resolves to {directory}); nothing is written"
