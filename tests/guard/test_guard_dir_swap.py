@@ -270,3 +270,26 @@ def test_a_nested_efg_contract_path_is_walked_component_by_component(monkeypatch
     with open(os.path.join(workspace, "a", "b", "guard.json"), "rb") as fh:
         assert b"keep the API" in fh.read()
     assert tree_hashes(os.path.dirname(other)) == before
+
+
+def test_the_syncs_after_the_answer_use_the_descriptors_held_since_the_write(monkeypatch, tmp_path, other):
+    """The deferred syncs never reopen a name: a link swapped in meanwhile is never followed."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = ws / ".execution-fidelity" / "contract.json"
+    later = []
+    provider.write_document(str(path), b"{}\n", sync_later=later.append, project_root=str(ws))
+    assert path.read_bytes() == b"{}\n" and len(later) == 1
+    before = tree_hashes(os.path.dirname(other))
+    Swapper(str(ws), other).swap()
+    opened = []
+
+    def no_open(*args, **kwargs):
+        opened.append(args)
+        raise OSError("opened by name")
+
+    monkeypatch.setattr(guard_dir.posix, "open", no_open)
+    later[0]()
+    monkeypatch.undo()
+    assert opened == []
+    assert tree_hashes(os.path.dirname(other)) == before

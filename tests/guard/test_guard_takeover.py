@@ -145,7 +145,11 @@ def test_after_a_forged_2_to_the_53_minus_1_the_next_change_publishes_the_next_v
     _take_over(ws, ours, "two_to_the_53_minus_1")
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep the API", turn="t2"), env)
     version = ours["envelope"]["contract_version"] + 1
-    assert answer["systemMessage"].startswith("intent-loop: " + restored_text("other_version", version)), answer
+    words = restored_text("other_version", version)
+    assert answer["systemMessage"].startswith("intent-loop: " + words), answer
+    assert answer["hookSpecificOutput"]["additionalContext"].startswith(restoration_note(words))
+    _out, again, _t = hook("UserPromptSubmit", prompt_payload(ws, "go on", turn="t3"), env)
+    assert words not in json.dumps(again)
     bound = guard_binds(tmp_path, ws)
     assert (bound["status"], bound["version"], bound["forbidden"]) == ("bound", version, ["action:network"])
     proc, _t = cli(env, ws, "contract", "publish", "--json")
