@@ -233,7 +233,7 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     output.write(data)
     if watch.pipe is not None:  # the commit's child: the hook process has its answer; go on detached
         fast_os.close(watch.pipe)
-        detach = None
+        watch.pipe, detach = None, None
     paths, job = _with_maintenance(after.paths, after.work(succeeded=succeeded))
     if job is None:
         return False
@@ -257,6 +257,7 @@ def _split_commit(paths, event_name, output, after, watch, leave):
     side, pipe = split
     if side == "child":
         output.fd, output.framed = pipe, True
+        watch.split = None  # split once: a later write in this child is its own
         return pipe
     try:  # never returns: unwinding would release the lock the child holds
         reported, answer, ended = deferred.child_reply(pipe, until=watch.started + ANSWER_LIMIT_SECONDS)
