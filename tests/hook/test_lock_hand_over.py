@@ -152,3 +152,50 @@ def test_a_second_writer_waits_behind_a_stalled_child_and_never_takes_its_lock(t
     settle(env["INTENT_LOOP_DATA_DIR"], str(ws))
     assert markers.reclaims() == []
     markers.close()
+
+
+SLOW_FINISH = '''
+import sys
+sys.path[:0] = [{lib!r}]
+from intent_loop.storage import transaction as _tx
+_finish = _tx.Transaction._finish
+def _slow_finish(self, deadline):
+    import time
+    time.sleep(1.0)
+    return _finish(self, deadline)
+_tx.Transaction._finish = _slow_finish
+'''
+
+
+@pytest.mark.parametrize("retry", [False, True], ids=["commit-child", "after-answer-child"])
+def test_the_child_finishing_a_transaction_is_the_locks_recorded_owner(tmp_path, retry):
+    """Both children that inherit a held lock (the commit's, forked at the write; the after-answer
+    one, forked after an answer whose transaction wrote nothing: Codex's retry of a recorded prompt)
+    rewrite its owner record before the hook process exits: a waiter finds a live pid, waits, and
+    takes the lock only once it is given."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = _env(tmp_path)
+    _prompt(env, ws, "s-1", "t-1", "intent: goal ship the parser")
+    prompt = "intent: must keep the API"
+    if retry:
+        _prompt(env, ws, "s-1", "t-2", prompt)
+    settle(env["INTENT_LOOP_DATA_DIR"], str(ws))
+    paths = project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws))
+    markers = Markers(paths.dir)
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s-1", "turn_id": "t-2", "cwd": str(ws),
+               "model": "m", "permission_mode": "default", "transcript_path": None, "prompt": prompt}
+    code = SLOW_FINISH.format(lib=str(ROOT / "lib")) + code_for("UserPromptSubmit", lib=ROOT / "lib", root=ROOT)
+    hook = subprocess.Popen([sys.executable, "-I", "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    out, err = hook.communicate(json.dumps(payload).encode(), timeout=60)
+    assert hook.returncode == 0 and not err, err
+    with open(os.path.join(paths.dir, "ledger.lock", "owner.json"), "rb") as fh:
+        owner = json.loads(fh.read())
+    assert owner["pid"] != hook.pid and os.path.exists(f"/proc/{owner['pid']}")
+    started = time.monotonic()
+    with Transaction(paths, REDUCER, deadline=time.monotonic() + 10):
+        assert time.monotonic() - started > 0.3
+    settle(env["INTENT_LOOP_DATA_DIR"], str(ws))
+    assert markers.reclaims() == []
+    markers.close()
