@@ -293,3 +293,19 @@ def test_the_syncs_after_the_answer_use_the_descriptors_held_since_the_write(mon
     monkeypatch.undo()
     assert opened == []
     assert tree_hashes(os.path.dirname(other)) == before
+
+
+def test_a_record_that_lags_behind_our_own_publication_is_no_takeover(project, workspace):
+    """A crash (or a failed record write) after the rename leaves the record at the previous write:
+    the file, whole and as the ledger records it, is ours; nothing is restored, the record heals."""
+    from intent_loop.guard import file_state
+
+    run(project, workspace, "intent: goal ship the parser")
+    path = os.path.join(workspace, ".execution-fidelity", "contract.json")
+    first = file_state.read_record(project, path)
+    run(project, workspace, "intent: must keep the API")
+    assert file_state.read_record(project, path)["contract_version"] == first["contract_version"] + 1
+    file_state.write_record(project, path, first)  # as if the second record write was lost
+    result = refresh(project, workspace)
+    assert result["action"] == "unchanged", result
+    assert file_state.read_record(project, path)["contract_version"] == first["contract_version"] + 1

@@ -293,3 +293,29 @@ def clear_copies(paths, needles, *, task_id=None):
                 write_record(paths, path, None)
                 cleared.append({"path": RECORD_NAME, "why": f"the record of our Guard file at {path}"})
     return cleared
+
+
+def is_current_publication(current, state, task_id):
+    """Whether the file is, whole, the task's latest publication as the ledger records it."""
+    published = state["tasks"][task_id].get("published") if task_id in state["tasks"] else None
+    return bool(published) and current["kind"] == "ours" and not current.get("errors") \
+        and not current.get("damage") and current["task_id"] == task_id \
+        and (current["version"], current["sha256"]) == (published["version"], published["sha256"])
+
+
+def plan_record(publication, record, data, current):
+    """What the record of our last write at the path becomes once the publication is carried out
+    (provider.Publication.record: the new entry, False to forget the path, None to leave it)."""
+    from intent_loop.base.canonical import sha256_hex
+
+    if publication.document is not None:
+        publication.record = {"contract_ref": f"intent:{publication.task_id}",
+                              "contract_version": publication.version, "snapshot_sha256": publication.sha256,
+                              "file_sha256": sha256_hex(publication.document)}
+    elif publication.action == "unchanged" and data is not None:
+        publication.record = {"contract_ref": f"intent:{publication.task_id}", "contract_version": current["version"],
+                              "snapshot_sha256": current["sha256"], "file_sha256": sha256_hex(data)}
+        if publication.record == record:
+            publication.record = None
+    elif publication.action in ("removed", "absent", "foreign") and record is not None:
+        publication.record = False

@@ -189,6 +189,8 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
     taken = None if record is None else file_state.takeover_kind(
         record, data, current, file_sha256=None if data is None else sha256_hex(data))
     task_id, reason = select_task(state)
+    if taken is not None and file_state.is_current_publication(current, state, task_id):
+        taken = None  # ours as the ledger records it: only the record lagged (a crash, a failed record write)
     projection = code = None
     if task_id is not None:
         projection = projection_for(state["tasks"][task_id], project_root=workspace)
@@ -207,7 +209,7 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
                                     taken=taken, data=data)
     publication.root, publication.paths = workspace, paths
     if paths is not None:
-        _plan_record(publication, record, data, current)
+        file_state.plan_record(publication, record, data, current)
     return publication
 
 
@@ -218,21 +220,6 @@ def _read_at(path, workspace):
         return None, "missing"
     with directory:
         return directory.read(file_state.OWN_FILE_READ_CAP)
-
-
-def _plan_record(publication, record, data, current):
-    """What the record of our last write at the path becomes once the publication is carried out."""
-    if publication.document is not None:
-        publication.record = {"contract_ref": f"intent:{publication.task_id}",
-                              "contract_version": publication.version, "snapshot_sha256": publication.sha256,
-                              "file_sha256": sha256_hex(publication.document)}
-    elif publication.action == "unchanged" and data is not None:
-        publication.record = {"contract_ref": f"intent:{publication.task_id}", "contract_version": current["version"],
-                              "snapshot_sha256": current["sha256"], "file_sha256": sha256_hex(data)}
-        if publication.record == record:
-            publication.record = None
-    elif publication.action in ("removed", "absent", "foreign") and record is not None:
-        publication.record = False
 
 
 def _plan_publish(path, current, state, task, projection, now, *, taken=None, data=None):
@@ -341,7 +328,12 @@ def apply_file(publication, *, sync_later=None):
                                   f"cannot write {publication.path}: {exc.strerror}; the next refresh writes it again"
                                   ) from exc
     if publication.paths is not None and publication.record is not None:
-        file_state.write_record(publication.paths, publication.path, publication.record or None)
+        try:
+            file_state.write_record(publication.paths, publication.path, publication.record or None)
+        except (IntentLoopError, OSError):
+            if publication.record is False:  # a path we could not let go of would be taken back later
+                raise
+            # the file is written; a record left behind only lags, and the next refresh renews it
 
 
 def _carry_out(publication, root, sync_later):
