@@ -78,12 +78,11 @@ def test_a_file_there_before_we_ever_published_is_never_touched(env, ws):
 
 
 def test_a_refusal_the_stop_finds_is_told_in_the_next_receipt_and_not_recorded(env, ws):
-    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship the parser", turn="t1"), env)
-    import shutil
-
-    shutil.rmtree(os.path.dirname(guard_path(ws)))  # the file and its .gitignore
+    """A link there before we ever published is the user's: refused, never written through."""
     os.symlink(os.path.join(ws, "elsewhere"), os.path.dirname(guard_path(ws)))
     os.mkdir(os.path.join(ws, "elsewhere"))
+    hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship the parser", turn="t1"), env)
+    hook("UserPromptSubmit", prompt_payload(ws, "and on", turn="t1b"), env)  # the command prompt's own refusal told
     count = len(events(env, ws))
     hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="t1"), env)
     assert os.listdir(os.path.join(ws, "elsewhere")) == []  # nothing written through the link

@@ -190,3 +190,31 @@ def test_a_file_written_after_intent_off_is_the_users_and_never_touched(tmp_path
         assert fh.read() == users
     assert not [e for e in events(env, ws)[count:] if e["event_type"] == "contract_restored"]
     assert guard_binds(tmp_path, ws)["ref"].startswith("lite:")
+
+
+@pytest.mark.parametrize("where", ["inside the workspace", "another project"])
+def test_a_folder_replaced_by_a_link_is_restored_and_its_target_never_touched(tmp_path, env, ws, where):
+    ours = _publish_ours(tmp_path, env, ws)
+    target = os.path.join(ws, "elsewhere") if where == "inside the workspace" else str(tmp_path / "other" / "efg")
+    os.makedirs(target)
+    forged = _forged(ours)
+    with open(os.path.join(target, "contract.json"), "wb") as fh:
+        fh.write(forged)
+    shutil.rmtree(os.path.dirname(guard_path(ws)))
+    os.symlink(target, os.path.dirname(guard_path(ws)))
+    assert guard_binds(tmp_path, ws)["forbidden"] == []  # Guard now enforces the forged file
+    count = len(events(env, ws))
+    hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="t1"), env)
+    assert not os.path.islink(os.path.dirname(guard_path(ws)))
+    bound = guard_binds(tmp_path, ws)
+    envelope = ours["envelope"]
+    assert (bound["status"], bound["ref"], bound["hash"]) == ("bound", envelope["contract_ref"],
+                                                              envelope["snapshot_sha256"]), bound
+    assert bound["version"] == envelope["contract_version"] + 1  # the forged file named our version
+    assert os.listdir(target) == ["contract.json"]
+    with open(os.path.join(target, "contract.json"), "rb") as fh:
+        assert fh.read() == forged
+    found = [e["payload"]["found"] for e in events(env, ws)[count:] if e["event_type"] == "contract_restored"]
+    assert found == ["link"]
+    _out, told, _t = hook("UserPromptSubmit", prompt_payload(ws, "and then", turn="t3"), env)
+    assert told["systemMessage"] == "intent-loop: " + restored_text("link", bound["version"])

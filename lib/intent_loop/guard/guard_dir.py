@@ -40,6 +40,44 @@ def relative_parts(path, project_root):
     return root, parts
 
 
+def _lexical_parts(path, project_root):
+    """(root's real path, the components of the file's directory below it as Guard names them),
+    or (root, None) when the path does not lie lexically below the root's real path."""
+    root = fast_os.path.realpath(project_root)
+    directory = fast_os.path.dirname(path)
+    if directory == root:
+        return root, ()
+    if not directory.startswith(root.rstrip(fast_os.sep) + fast_os.sep):
+        return root, None
+    parts = tuple(p for p in directory[len(root.rstrip(fast_os.sep)) + 1:].split(fast_os.sep) if p)
+    return root, (None if any(p in (".", "..") for p in parts) else parts)
+
+
+def linked_part(path, project_root):
+    """The first directory on the way from the project root to `path` (as Guard names it) that is
+    a symbolic link, or None: a folder of a path we hold replaced by a link is a takeover."""
+    try:
+        root, parts = _lexical_parts(path, project_root)
+        if not parts:
+            return None
+        fd = posix.open(root, _DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        for part in parts:
+            st = posix.stat(part, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                return part
+            child = posix.open(part, _DIR_FLAGS, dir_fd=fd)
+            fast_os.close(fd)
+            fd = child
+    except OSError:
+        return None
+    finally:
+        fast_os.close(fd)
+    return None
+
+
 class GuardDir:
     """An open descriptor on the Guard file's directory (close it, or use it as a context manager)."""
 
@@ -165,12 +203,14 @@ def _fsync_directory(fd):
     platform.SYNCS["directory"] += 1
 
 
-def open_guard_dir(path, project_root, *, create=False, gitignore=b""):
+def open_guard_dir(path, project_root, *, create=False, gitignore=b"", relink=False):
     """The Guard file's directory, walked from the project root (see the module docstring), or
     None when it does not exist and `create` is false. Raises PROVIDER_PATH_OUTSIDE when it lies
-    outside the project, PROVIDER_PATH_FOREIGN when a component is a link or not a directory."""
+    outside the project, PROVIDER_PATH_FOREIGN when a component is a link or not a directory.
+    `relink` (a takeover of a path we hold): a link met on the way, as Guard names the path, is
+    removed (the link itself, never what it points to) and a real directory made in its place."""
     try:
-        root, parts = relative_parts(path, project_root)
+        root, parts = (_lexical_parts if relink else relative_parts)(path, project_root)
     except OSError as exc:  # a link swapped while realpath read it
         raise IntentLoopError(ErrorCode.PROVIDER_PATH_FOREIGN, f"{path} changed while it was resolved "
                               f"({exc.strerror}); intent-loop writes nothing through it") from exc
@@ -186,10 +226,16 @@ def open_guard_dir(path, project_root, *, create=False, gitignore=b""):
         for index, part in enumerate(parts):
             try:
                 child = posix.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
+            except OSError as exc:
+                missing = isinstance(exc, FileNotFoundError)
+                if missing and not create:
                     fast_os.close(fd)
                     return None
+                if not missing and not (relink and _is_link(fd, part)):  # Linux: ENOTDIR, not ELOOP
+                    raise
+                if not missing:
+                    _between("relink")
+                    posix.unlink(part, dir_fd=fd)  # a link: unlinkat removes the link itself
                 _make_directory(fd, part)
                 created = index == len(parts) - 1
                 child = posix.open(part, _DIR_FLAGS, dir_fd=fd)
@@ -209,6 +255,13 @@ def open_guard_dir(path, project_root, *, create=False, gitignore=b""):
     if created and gitignore:
         _write_gitignore(guard_dir, gitignore)
     return guard_dir
+
+
+def _is_link(fd, part):
+    try:
+        return stat.S_ISLNK(posix.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _make_directory(fd, part):

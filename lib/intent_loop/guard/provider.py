@@ -175,18 +175,19 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
     `paths`: the project's data paths, where the record of what we last wrote at the path is
     kept (without them a takeover is not recognised: read-only callers that have none)."""
     path, outside = guard_file(cwd or workspace, env, project_root=workspace)
-    if outside is not None:
+    record = file_state.read_record(paths, path) if paths is not None else None
+    linked = record is not None and guard_dir.linked_part(path, workspace) is not None  # a takeover too
+    if outside is not None and not linked:
         return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
-    not_a_directory = directory_problem(path)
+    not_a_directory = None if linked else directory_problem(path)
     if not_a_directory is not None:
         return Publication("error", path, reason=not_a_directory, code=ErrorCode.PROVIDER_PATH_FOREIGN)
     try:
-        data, why = _read_at(path, workspace)
+        data, why = (None, "a folder on its way is a link") if linked else _read_at(path, workspace)
     except IntentLoopError as exc:
         return Publication("error", path, reason=exc.message, code=exc.code)
     current = file_state.classify_bytes(data, why, state)
-    record = file_state.read_record(paths, path) if paths is not None else None
-    taken = None if record is None else file_state.takeover_kind(
+    taken = "link" if linked else None if record is None else file_state.takeover_kind(
         record, data, current, file_sha256=None if data is None else sha256_hex(data))
     task_id, reason = select_task(state)
     if taken is not None and file_state.is_current_publication(current, state, task_id):
@@ -228,8 +229,9 @@ def _plan_publish(path, current, state, task, projection, now, *, taken=None, da
     published = task.get("published")
     version, is_new = next_version(state, task_id, digest)
     named = file_state.named_version(file_state.parse_loosely(data)) if data else None
-    if named == (f"intent:{task_id}", version) and (taken is not None or current["kind"] == "unrecorded"):
-        version, is_new = next_version(state, task_id, digest, above=version)  # Guard bound that pair elsewhere
+    # Guard bound our (ref, version) to other content, or may have (a link: what it reached is not read)
+    if taken == "link" or named == (f"intent:{task_id}", version) and (taken or current["kind"] == "unrecorded"):
+        version, is_new = next_version(state, task_id, digest, above=version)
     refs = list(task["claim_events"])
     doc = document.build_document(projection, contract_ref=f"intent:{task_id}", contract_version=version,
                                   source_message_refs=refs,
@@ -338,7 +340,7 @@ def apply_file(publication, *, sync_later=None):
 
 def _carry_out(publication, root, sync_later):
     directory = guard_dir.open_guard_dir(publication.path, root, create=publication.document is not None,
-                                         gitignore=GITIGNORE)
+                                         gitignore=GITIGNORE, relink=publication.restored == "link")
     if directory is None:  # nothing to withdraw
         return
     with directory:

@@ -168,7 +168,8 @@ DAMAGES = ("emptied", "a BOM in front", "garbage after the document", "truncated
 TAKEOVERS = {"missing": "it was deleted", "emptied": "it was emptied",
              "same_version": "it held other rules under our version number",
              "other_version": "it held another version of our contract", "other_ref": "it held another contract",
-             "lite": "it held a TaskContractLite", "other": "it held something else"}
+             "lite": "it held a TaskContractLite", "other": "it held something else",
+             "link": "a folder on its way was replaced by a link"}
 
 
 _RESTORED_HEAD = "the Guard file was changed outside intent-loop"
