@@ -1,0 +1,71 @@
+"""Issue 33 item 3, in-process: what a refresh says while a takeover is pending, and that no
+steady-state refresh takes a version from the file."""
+import os
+import time
+
+import pytest
+
+from intent_loop.guard import document, provider
+from intent_loop.intent import prompt_commands
+from intent_loop.intent.state import ProjectReducer
+from intent_loop.ops import apply_commands
+from intent_loop.storage import reading, transaction
+from intent_loop.storage.paths import session_hash
+
+REDUCER = ProjectReducer()
+SESSION = session_hash("rule-session")
+_n = [0]
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path / "home-rule"))
+    monkeypatch.delenv("EFG_CONTRACT_PATH", raising=False)
+
+
+def run(project, workspace, prompt):
+    _n[0] += 1
+    return apply_commands.run_commands(
+        project, commands=prompt_commands.parse_prompt(prompt), session_hash=SESSION,
+        source_ref={"kind": "user_event", "event_id": f"rule-{_n[0]}"}, request_id=f"rule-{_n[0]}",
+        deadline=time.monotonic() + 20, workspace=workspace, env={})
+
+
+def guard(workspace):
+    return os.path.join(workspace, ".execution-fidelity", "contract.json")
+
+
+def forge(workspace, version):
+    import json
+
+    with open(guard(workspace), "rb") as fh:
+        ours = json.loads(fh.read())
+    doc = document.build_document(dict(ours["projection"], objective="the agent's"),
+                                  contract_ref=ours["envelope"]["contract_ref"], contract_version=version,
+                                  source_message_refs=[], updated_at="2026-01-01T00:00:00.000Z")
+    with open(guard(workspace), "wb") as fh:
+        fh.write(document.render_document(doc))
+
+
+def test_guard_still_enforces_is_said_only_when_the_file_is_that_version(monkeypatch, project, workspace):
+    run(project, workspace, "intent: goal ship it")
+    monkeypatch.setattr(provider.acceptance, "validate_provider_document", lambda doc: ["projection.x: refused"])
+    run(project, workspace, "intent: must keep the API")  # refused: v1 stays, and is at the path
+    state = reading.load_verified(project, REDUCER).state
+    before = provider.plan_refresh(state, workspace=workspace, env={}, paths=project)
+    assert before.action == "invalid" and before.reason.startswith("Guard still enforces v1"), before.reason
+    forge(workspace, 1)
+    after = provider.plan_refresh(state, workspace=workspace, env={}, paths=project)
+    assert after.action == "invalid" and "still enforces" not in after.reason, after.reason
+    assert after.reason.startswith("Guard does not enforce v1")
+
+
+@pytest.mark.parametrize("forged", [2, 7, 2 ** 53 - 1])
+def test_a_refresh_never_takes_the_files_version(project, workspace, forged):
+    run(project, workspace, "intent: goal ship it")
+    forge(workspace, forged)
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+        result = provider.refresh(tx, workspace=workspace, env={})
+    assert (result["action"], result["version"], result["restored"]) == ("restored", 1, "other_version")
+    receipt = run(project, workspace, "intent: must keep the API")
+    assert (receipt.publication["action"], receipt.publication["version"]) == ("published", 2)
