@@ -218,3 +218,17 @@ def test_a_folder_replaced_by_a_link_is_restored_and_its_target_never_touched(tm
     assert found == ["link"]
     _out, told, _t = hook("UserPromptSubmit", prompt_payload(ws, "and then", turn="t3"), env)
     assert told["systemMessage"] == "intent-loop: " + restored_text("link", bound["version"])
+
+
+def test_deleting_the_task_removes_the_kept_bytes_and_the_record_naming_it(tmp_path, env, ws):
+    ours = _publish_ours(tmp_path, env, ws)
+    _take_over(ws, ours, "equal_to_ours")  # the kept bytes name the task and hold its words
+    hook("Stop", fixture("stop.turn1.json", ws, session_id="sess-1", turn_id="t1"), env)
+    project = project_of(env, ws)
+    kept = [e["payload"]["kept"] for e in events(env, ws) if e["event_type"] == "contract_restored"]
+    assert len(kept) == 1 and os.path.exists(os.path.join(project.dir, kept[0]))
+    task = ours["envelope"]["contract_ref"][len("intent:"):]
+    proc, _t = cli(env, ws, "delete", "task", task, "--confirm", f"DELETE TASK {task}", "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and report["scan"]["clean"], report
+    assert not os.path.exists(os.path.join(project.dir, kept[0]))
