@@ -240,8 +240,7 @@ def _plan_publish(path, current, state, task, projection, now, *, taken=None, da
     # Never publish what Guard would refuse, and never withdraw for it either: the version Guard
     # enforces stays in force, and the receipt and `status` say so and why. "Guard still enforces
     # vN" only when the file at the path is vN.
-    if published and current["kind"] == "ours" and current["version"] == published["version"] \
-            and not current.get("errors") and taken is None:
+    if published and taken is None and file_state.is_current_publication(current, state, task_id):
         enforced = f"Guard still enforces v{published['version']}"
     elif published:
         enforced = f"Guard does not enforce v{published['version']}: the file at {path} is not it"
