@@ -216,9 +216,10 @@ def write_record(paths, path, entry):
     replace_atomically(_record_file(paths), canonical_bytes({"files": files}), durable=False)
 
 
-def keep_replaced(paths, data):
+def keep_replaced(paths, data, *, sync_later=None):
     """Keep the bytes a restoration replaces (capped) under the data root; returns their name
-    relative to the project's data directory."""
+    relative to the project's data directory. `sync_later` (a hook before its answer): renamed
+    into place now, synced by the job it is given."""
     from intent_loop.storage.atomic import replace_atomically
     from intent_loop.storage.paths import ensure_directory
 
@@ -226,8 +227,21 @@ def keep_replaced(paths, data):
     ensure_directory(fast_os.path.join(paths.dir, KEPT_DIR))
     target = fast_os.path.join(paths.dir, name)
     if not fast_os.path.exists(target):
-        replace_atomically(target, data[:KEEP_CAP], mode=0o600)
+        replace_atomically(target, data[:KEEP_CAP], mode=0o600, durable=sync_later is None)
+        if sync_later is not None:
+            sync_later(lambda: _sync_kept(target))
     return name
+
+
+def _sync_kept(target):
+    from intent_loop.base import platform
+
+    fd = fast_os.open(target, fast_os.O_RDONLY | fast_os.O_NOFOLLOW)
+    try:
+        platform.fsync_file(fd)
+    finally:
+        fast_os.close(fd)
+    platform.fsync_directory(fast_os.path.dirname(target))
 
 
 def kept_name(data):

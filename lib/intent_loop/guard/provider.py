@@ -345,7 +345,7 @@ def _carry_out(publication, root, sync_later):
     with directory:
         directory.clean_temps()
         if publication.replaced is not None and publication.paths is not None:
-            file_state.keep_replaced(publication.paths, publication.replaced)
+            file_state.keep_replaced(publication.paths, publication.replaced, sync_later=sync_later)
         if publication.remove:
             directory.remove()
             return
