@@ -69,3 +69,15 @@ def test_a_refresh_never_takes_the_files_version(project, workspace, forged):
     assert (result["action"], result["version"], result["restored"]) == ("restored", 1, "other_version")
     receipt = run(project, workspace, "intent: must keep the API")
     assert (receipt.publication["action"], receipt.publication["version"]) == ("published", 2)
+
+
+def test_a_directory_at_the_path_we_hold_is_refused_and_nothing_recorded(project, workspace):
+    run(project, workspace, "intent: goal ship it")
+    os.unlink(guard(workspace))
+    os.mkdir(guard(workspace))
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+        result = provider.refresh(tx, workspace=workspace, env={})
+    assert (result["action"], result["code"]) == ("error", "PROVIDER_PATH_FOREIGN"), result
+    with open(project.ledger, "rb") as fh:
+        assert b"contract_restored" not in fh.read()
+    assert os.path.isdir(guard(workspace))

@@ -107,8 +107,9 @@ class GuardDir:
         except OSError as exc:
             return None, "not a regular file" if exc.errno in (errno.ELOOP, errno.ENXIO) else exc.strerror
         try:
-            if not stat.S_ISREG(fast_os.fstat(fd).st_mode):
-                return None, "not a regular file"
+            mode = fast_os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                return None, "a directory" if stat.S_ISDIR(mode) else "not a regular file"
             return read_at_most(fd, cap + 1), None
         except OSError as exc:
             return None, exc.strerror

@@ -186,6 +186,9 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
         data, why = (None, "a folder on its way is a link") if linked else _read_at(path, workspace)
     except IntentLoopError as exc:
         return Publication("error", path, reason=exc.message, code=exc.code)
+    if why == "a directory" and record is not None:  # a rename cannot replace it: told, never recorded
+        return Publication("error", path, reason=f"a directory stands at {path}, where Guard reads its contract; "
+                           "intent-loop does not remove it", code=ErrorCode.PROVIDER_PATH_FOREIGN)
     current = file_state.classify_bytes(data, why, state)
     taken = "link" if linked else None if record is None else file_state.takeover_kind(
         record, data, current, file_sha256=None if data is None else sha256_hex(data))
