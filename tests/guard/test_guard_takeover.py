@@ -232,3 +232,15 @@ def test_deleting_the_task_removes_the_kept_bytes_and_the_record_naming_it(tmp_p
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["scan"]["clean"], report
     assert not os.path.exists(os.path.join(project.dir, kept[0]))
+
+
+def test_intent_off_after_a_takeover_withdraws_it_too_and_keeps_its_bytes(tmp_path, env, ws):
+    ours = _publish_ours(tmp_path, env, ws)
+    agents = _take_over(ws, ours, "task_contract_lite")
+    _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: off", turn="t2"), env)
+    assert not os.path.exists(guard_path(ws))  # what stood in for ours goes with it
+    kept = os.listdir(os.path.join(project_of(env, ws).dir, "guard-replaced"))
+    assert len(kept) == 1
+    with open(os.path.join(project_of(env, ws).dir, "guard-replaced", kept[0]), "rb") as fh:
+        assert fh.read() == agents
+    assert guard_binds(tmp_path, ws)["status"] == "unbound"

@@ -205,9 +205,14 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
         # A file naming our task at a version we never recorded (a recovery cut its event) is ours
         # to withdraw: left alone it would keep an old contract in force. Withdrawn, the path is
         # the user's: the record of what we wrote there is forgotten.
-        mine = current["kind"] in ("ours", "unrecorded")
+        # A takeover of the path we held goes with it (its bytes kept first): it stood in for ours.
+        taken_over = taken is not None and data is not None
+        mine = current["kind"] in ("ours", "unrecorded") or taken_over
         action = "removed" if mine else {"foreign": "foreign"}.get(current["kind"], "absent")
+        if taken_over:
+            reason = f"{reason}; the file found there, changed outside intent-loop, is kept in its data folder"
         publication = Publication(action, path, task_id=task_id, reason=reason, remove=mine, code=code)
+        publication.replaced = data if taken_over else None
     else:
         publication = _plan_publish(path, current, state, state["tasks"][task_id], projection, now,
                                     taken=taken, data=data)
