@@ -5,7 +5,8 @@ for a symbolic link between two of our calls (issue 33, item 4). So no call here
 directory is reached from the project root's descriptor one component at a time, each opened with
 O_DIRECTORY | O_NOFOLLOW, and the read, the temp file, the rename, the unlink, the .gitignore and
 the syncs all name the file relative to that descriptor. A link anywhere on the way is refused
-(PROVIDER_PATH_FOREIGN); nothing is ever written or removed through one.
+(PROVIDER_PATH_FOREIGN), or, at a path we hold, removed as a takeover (`relink`: the link entry
+itself, by unlinkat); nothing is ever written or removed through one.
 """
 import errno
 import posix
@@ -25,26 +26,18 @@ def _between(step):
 
 
 def relative_parts(path, project_root):
-    """The components of the Guard file's directory below the project root, or None when that
-    directory's real path lies outside it. The real path is taken of what exists now; the walk
-    below then refuses any link it meets, so a swap after this check changes nothing."""
-    directory = fast_os.path.realpath(fast_os.path.dirname(path))
-    root = fast_os.path.realpath(project_root)
-    if directory == root:
-        return root, ()
-    if not directory.startswith(root.rstrip(fast_os.sep) + fast_os.sep):
-        return root, None
-    parts = tuple(p for p in directory[len(root.rstrip(fast_os.sep)) + 1:].split(fast_os.sep) if p)
-    if any(p in (".", "..") for p in parts):
-        return root, None
-    return root, parts
+    """(the root's real path, the components of the Guard file's directory's real path below it),
+    the components None when that directory lies outside the root. The real path is taken of what
+    exists now; the walk then refuses any link it meets, so a swap after this check changes nothing."""
+    return _below(fast_os.path.realpath(fast_os.path.dirname(path)), fast_os.path.realpath(project_root))
 
 
 def _lexical_parts(path, project_root):
-    """(root's real path, the components of the file's directory below it as Guard names them),
-    or (root, None) when the path does not lie lexically below the root's real path."""
-    root = fast_os.path.realpath(project_root)
-    directory = fast_os.path.dirname(path)
+    """relative_parts for the directory as Guard names it (no link on the way resolved)."""
+    return _below(fast_os.path.dirname(path), fast_os.path.realpath(project_root))
+
+
+def _below(directory, root):
     if directory == root:
         return root, ()
     if not directory.startswith(root.rstrip(fast_os.sep) + fast_os.sep):
