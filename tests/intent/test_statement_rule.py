@@ -97,6 +97,8 @@ EMOJI = {
     "heart on fire": "\u2764\ufe0f\u200d\U0001f525",
     "runner, skin tone, female sign": "\U0001f3c3\U0001f3fd\u200d\u2640\ufe0f",
     "emoji with a Sm, Po or Ll base": "\u2194\ufe0f \u203c\ufe0f \u2139\ufe0f",
+    "an ideographic variation sequence": "\u845b\U000e0100",  # 葛 in its variant glyph
+    "a math symbol's variant and an emoji's text glyph": "\u2229\ufe00 \u2764\ufe0e",
 }
 HIDDEN_OUTSIDE_EMOJI = {
     "ZWJ between letters": "sh\u200dip",
@@ -117,6 +119,13 @@ HIDDEN_OUTSIDE_EMOJI = {
     "a flag with an uppercase tag": "\U0001f3f4\U000e0047\U000e0042\U000e007f",
     "tags after another flag": "\U0001f3f3\U000e0067\U000e0062\U000e007f",
     "a ZWNJ beside a valid ZWJ": WOMAN_TECHNOLOGIST + "\u200c",
+    # variation selectors smuggling bytes: a run after one character, or one after a base it cannot vary
+    "a run of variation selectors": "ship" + "".join(chr(0xFE00 + n % 14) for n in range(24)),
+    "a run of ideographic selectors": "\u845b\U000e0100\U000e0101\U000e0102",
+    "VS1 after a letter": "sh\ufe00ip",
+    "an ideographic selector after a letter": "ship\U000e0100",
+    "a selector first": "\ufe00ship",
+    "VS16 after VS15": "\u2764\ufe0e\ufe0f",
 }
 
 
@@ -232,20 +241,23 @@ def test_a_typed_claim_that_is_a_guard_placeholder_is_refused_but_one_quoting_it
 
 def test_the_text_rule_over_every_unicode_category():
     """Property: a character is refused exactly when it is a control (but TAB), a bidi mark, a
-    line break, a format character (Cf) or in the TAG block; every other category passes."""
+    line break, a format character (Cf), in the TAG block or a variation selector with no base to
+    vary (here: after a space); every other category passes."""
     import unicodedata
 
     from intent_loop.intent.claims import UNSAFE_CHARACTERS, has_line_break
 
     seen = {}
     for code in list(range(0x0, 0x3400)) + list(range(0xA000, 0x10000, 7)) + list(range(0x10000, 0x110000, 97)) \
-            + list(range(0xE0000, 0xE0080)) + [0xFE0F]:
+            + list(range(0xE0000, 0xE0080)) + list(range(0xFE00, 0xFE10)) + [0xE0100, 0xE01EF]:
         ch = chr(code)
         category = unicodedata.category(ch)
         if category in ("Cs", "Cn", "Co"):  # surrogates, unassigned, private use: covered elsewhere
             continue
-        # issue 35: VS16 after a space presents no emoji; a ZWJ between spaces joins none
-        refused = ch in UNSAFE_CHARACTERS or category == "Cf" or 0xE0000 <= code < 0xE0080 or ch == "\ufe0f"
+        # issue 35: VS16 after a space presents no emoji; a ZWJ between spaces joins none; no variation
+        # selector varies a space
+        selector = 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code < 0xE01F0
+        refused = ch in UNSAFE_CHARACTERS or category == "Cf" or 0xE0000 <= code < 0xE0080 or selector
         try:
             claims.check_statement(f"keep {ch} it")
             outcome = False

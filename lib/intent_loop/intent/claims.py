@@ -70,12 +70,52 @@ def unsafe_characters(text):
     if not text.isascii():  # ASCII text, nearly all of it, never loads unicodedata
         import unicodedata
 
-        hidden = {ch for ch in set(text) if ord(ch) >= 0xA0 and (ord(ch) in TAG_BLOCK
-                                                                   or unicodedata.category(ch) == "Cf")}
+        present = set(text)
+        hidden = {ch for ch in present if ord(ch) >= 0xA0 and (ord(ch) in TAG_BLOCK
+                                                                 or unicodedata.category(ch) == "Cf")}
         if hidden or VS16 in text:
             hidden = _outside_emoji(text, hidden, unicodedata.category)
         bad.update(hidden)
+        selectors = {ch for ch in present if ord(ch) in TEXT_SELECTORS or ord(ch) in IDEOGRAPHIC_SELECTORS}
+        if selectors:
+            bad.update(_misplaced_selectors(text, selectors, unicodedata.category))
     return sorted(bad)
+
+
+# The other variation selectors are invisible too, and a run of them after one visible character
+# can carry any bytes ("emoji smuggling"). Each chooses a glyph for the one character before it, so
+# one may follow a base it can vary: VS1-VS15 a letter of another script (Lo: CJK, Mongolian,
+# Myanmar), a math symbol (Sm) or an emoji base (So; VS15 asks for its text glyph), and VS17-VS256 a
+# CJK ideograph (an ideographic variation sequence). Never two in a row, never first.
+TEXT_SELECTORS = range(0xFE00, 0xFE0F)  # VS1-VS15 (VS16 is the emoji rule's, above)
+IDEOGRAPHIC_SELECTORS = range(0xE0100, 0xE01F0)  # VS17-VS256
+SELECTOR_BASE_CATEGORIES = ("Lo", "Sm", "So")
+CJK_IDEOGRAPHS = (range(0x3400, 0xA000), range(0xF900, 0xFB00), range(0x20000, 0x40000))
+
+
+def _misplaced_selectors(text, selectors, category):
+    """The variation selectors of `text` (VS1-VS15, VS17-VS256) that follow no base they can vary."""
+    misplaced = set()
+    for selector in selectors:
+        ideographic = ord(selector) in IDEOGRAPHIC_SELECTORS
+        for base in {text[at - 1] if at else "" for at in _positions(text, selector)}:
+            if not base or ord(base) in TEXT_SELECTORS or ord(base) in IDEOGRAPHIC_SELECTORS or base == VS16:
+                misplaced.add(selector)
+            elif ideographic and not any(ord(base) in block for block in CJK_IDEOGRAPHS):
+                misplaced.add(selector)
+            elif not ideographic and category(base) not in SELECTOR_BASE_CATEGORIES:
+                misplaced.add(selector)
+    if VS16 in text and any(text[at - 1:at] and ord(text[at - 1]) in TEXT_SELECTORS
+                            for at in _positions(text, VS16)):
+        misplaced.add(VS16)  # a VS16 after another selector: a run
+    return misplaced
+
+
+def _positions(text, ch):
+    at = text.find(ch)
+    while at >= 0:
+        yield at
+        at = text.find(ch, at + 1)
 
 
 def _outside_emoji(text, hidden, category):
