@@ -244,3 +244,17 @@ def test_intent_off_after_a_takeover_withdraws_it_too_and_keeps_its_bytes(tmp_pa
     with open(os.path.join(project_of(env, ws).dir, "guard-replaced", kept[0]), "rb") as fh:
         assert fh.read() == agents
     assert guard_binds(tmp_path, ws)["status"] == "unbound"
+
+
+def test_a_takeover_between_sessions_is_restored_by_the_next_sessionstart(tmp_path, env, ws):
+    ours = _publish_ours(tmp_path, env, ws)
+    _take_over(ws, ours, "task_contract_lite")
+    count = len(events(env, ws))
+    hook("SessionStart", fixture("session_start.resume.json", ws, session_id="sess-1"), env)
+    bound = guard_binds(tmp_path, ws)
+    assert (bound["status"], bound["ref"], bound["version"]) == \
+        ("bound", ours["envelope"]["contract_ref"], ours["envelope"]["contract_version"]), bound
+    found = [e["payload"]["found"] for e in events(env, ws)[count:] if e["event_type"] == "contract_restored"]
+    assert found == ["lite"]
+    _out, told, _t = hook("UserPromptSubmit", prompt_payload(ws, "and then", turn="t3"), env)
+    assert told["systemMessage"].endswith(restored_text("lite", ours["envelope"]["contract_version"]))

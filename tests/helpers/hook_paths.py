@@ -46,7 +46,10 @@ PATH_MODULES = {
     # cache_source, lazy_map) added to them; tests/bench/import_cost.py measures what that costs.
     # issue 26: the receipts' module (hook.prompt_answer) only for a notice; issue 33: +1, hook.exposure
     # (whether this session lies outside the threat model: one /proc walk and a config.toml read)
-    "SessionStart resume": 38,
+    # issue 33 item 3: a linked session's SessionStart refreshes the Guard file after its answer (a
+    # takeover between sessions is restored before the first prompt): the after-answer child's
+    # modules (hook/deferred, hook/pending_work: +2), as a prompt without commands already loads
+    "SessionStart resume": 40,
     "prompt without commands": 37,
     # issue 27: a command prompt forks a child to finish its transaction's derived work after the
     # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split

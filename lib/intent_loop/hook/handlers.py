@@ -22,9 +22,10 @@ from intent_loop.hook.runtime import after_of
 
 # -- SessionStart --------------------------------------------------------------------------
 def session_start(payload, runtime):
-    """Read-only: give the session what the continuity table says (docs/hooks.md), whatever the
-    source: its task's view, the current task's view with one header line for a session that has
-    not typed a command, or the notice that the current task moved while it was away."""
+    """Give the session what the continuity table says (docs/hooks.md), whatever the source: its
+    task's view, the current task's view with one header line for a session that has not typed a
+    command, or the notice that the current task moved while it was away. Nothing is written
+    before the answer; a linked session's Guard file is refreshed after it."""
     ctx = HookContext(payload, runtime)
     if not ctx.state["tasks"]:
         return None
@@ -46,6 +47,8 @@ def session_start(payload, runtime):
         answer["context"] = text
         if place.linked is not None:  # an unlinked session writes nothing, not even its seen record
             ctx.seen.remember_view(view or "", ctx.state)
+    if place.linked is not None and place.current is not None:  # a takeover between sessions (issue 33)
+        ctx.after.add(ctx.paths, _guard_repair_job(ctx))  # no lstat before the answer: its module costs a start
     return answer
 
 
