@@ -69,10 +69,20 @@ def test_a_contract_directory_symlinked_inside_the_project_is_not_written_throug
 
 
 def test_a_contract_directory_that_cannot_be_created_fails_the_write(cli, tmp_path):
-    os.symlink(tmp_path / "ws" / "nowhere", tmp_path / "ws" / "guard")  # dangling: guard/sub cannot be made
-    cli.env["EFG_CONTRACT_PATH"] = "guard/sub/contract.json"
+    cli.env["EFG_CONTRACT_PATH"] = "guard/" + "x" * 300 + "/contract.json"  # a name the system refuses
 
     recorded = cli.json("claim", "add", "goal", "ship", "the", "parser")
     assert recorded["publication"]["code"] == "PROVIDER_WRITE_FAILED"
-    assert _error_code(cli, "contract", "publish") == "PROVIDER_WRITE_FAILED"
+    rc, out, _err = cli("contract", "publish", "--json")  # refused: an action, exit 1
+    assert rc == 1 and json.loads(out)["code"] == "PROVIDER_WRITE_FAILED"
+
+
+def test_a_dangling_link_on_the_way_to_the_contract_is_never_written_through(cli, tmp_path):
+    os.symlink(tmp_path / "ws" / "nowhere", tmp_path / "ws" / "guard")  # dangling: guard/sub is not made
+    cli.env["EFG_CONTRACT_PATH"] = "guard/sub/contract.json"
+
+    recorded = cli.json("claim", "add", "goal", "ship", "the", "parser")
+    assert recorded["publication"]["code"] == "PROVIDER_PATH_FOREIGN"
+    rc, out, _err = cli("contract", "publish", "--json")  # refused: an action, exit 1
+    assert rc == 1 and json.loads(out)["code"] == "PROVIDER_PATH_FOREIGN"
     assert not os.path.lexists(tmp_path / "ws" / "nowhere")

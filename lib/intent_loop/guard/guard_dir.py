@@ -26,10 +26,23 @@ def _between(step):
 
 
 def relative_parts(path, project_root):
-    """(the root's real path, the components of the Guard file's directory's real path below it),
-    the components None when that directory lies outside the root. The real path is taken of what
-    exists now; the walk then refuses any link it meets, so a swap after this check changes nothing."""
-    return _below(fast_os.path.realpath(fast_os.path.dirname(path)), fast_os.path.realpath(project_root))
+    """(the root's real path, the components of the Guard file's directory below it), the components
+    None when that directory lies outside the root. The components are the ones Guard names below the
+    first ancestor whose real path is the root (the payload's cwd may be a link to the project; a
+    link below it is the walk's to refuse, even one that dangles now), else those of the directory's
+    real path (a path that reaches the project from elsewhere). The walk refuses any link it meets,
+    so a swap after this check changes nothing."""
+    root = fast_os.path.realpath(project_root)
+    directory = fast_os.path.normpath(fast_os.path.dirname(path))
+    head, names = directory, []
+    while True:
+        if fast_os.path.realpath(head) == root:
+            return _below(fast_os.path.join(root, *reversed(names)), root)
+        parent, name = fast_os.path.split(head)
+        if parent == head or not name:
+            return _below(fast_os.path.realpath(directory), root)
+        names.append(name)
+        head = parent
 
 
 def _lexical_parts(path, project_root):

@@ -5,6 +5,7 @@ recorded as a `contract_published` event under the project lock, and the file is
 that lock is still held, so concurrent hooks, restarts and deleted caches can never reuse or
 skip a version, and the file on disk never goes back to an older one.
 """
+import errno
 import stat
 import time
 
@@ -313,6 +314,8 @@ def directory_problem(path):
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # not a link or a file on the way: the walk's
+            return None                                     # own error says why (PROVIDER_WRITE_FAILED)
         return f"{directory} cannot be examined ({exc.strerror}); nothing is written"
     if stat.S_ISDIR(st.st_mode):
         return None
