@@ -6,6 +6,7 @@ import stat
 TEMP_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp")
 RECORD = "python-record"  # <data root>/runtime/python-record, written by find_python.sh
 MAX_HOPS = 16
+CONFIG_CAP = 1 << 20  # Codex's config.toml: a few KiB
 
 
 def _holds_home(place, home):
@@ -49,10 +50,13 @@ def writable_roots(env):
     """sandbox_workspace_write.writable_roots from every table ending in that name (profiles too)."""
     import tomllib  # rare paths only (install, build, doctor)
 
-    try:
-        with open(codex_config(env), "rb") as fh:
-            config = tomllib.load(fh)
-    except (OSError, ValueError):
+    from intent_loop.errors import IntentLoopError
+    from intent_loop.storage.paths import read_through_links
+
+    try:  # never blocks on a FIFO, never reads a link to /dev/zero without end
+        data = read_through_links(codex_config(env), CONFIG_CAP)
+        config = tomllib.loads(data.decode("utf-8")) if data else {}
+    except (OSError, ValueError, IntentLoopError):
         return []
     roots = []
 
@@ -121,14 +125,17 @@ def _venv_of(directory):
 
 
 def _venv_home(venv):
-    try:
-        with open(os.path.join(venv, "pyvenv.cfg"), encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition("=")
-                if key.strip() == "home" and value.strip().startswith("/"):
-                    return value.strip()
-    except OSError:
-        pass
+    from intent_loop.errors import IntentLoopError
+    from intent_loop.storage.paths import read_through_links
+
+    try:  # the agent may write a workspace venv: a FIFO there never blocks, a link to /dev/zero is capped
+        data = read_through_links(os.path.join(venv, "pyvenv.cfg"), CONFIG_CAP) or b""
+    except (OSError, IntentLoopError):
+        return None
+    for line in data.decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip().startswith("/"):
+            return value.strip()
     return None
 
 
