@@ -1,4 +1,4 @@
-"""The Guard contract: contract show | validate FILE | publish [--dry-run]."""
+"""The Guard contract: contract show | validate FILE | publish [--dry-run] | withdraw (cli/contract_withdraw.py)."""
 from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, show_group_help
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import contract_file, document, provider
@@ -30,7 +30,9 @@ def register(subparsers):
     b.add_argument("--dry-run", action="store_true", help="compute and report without writing")
     add_json_flag(b)
     b.set_defaults(func=cmd_publish)
+    from intent_loop.cli import contract_withdraw
 
+    contract_withdraw.register(sub)
     show_group_help(p)
 
 
