@@ -1,6 +1,7 @@
 """`intent-loop link` / `unlink` (issue 24, item 7): a launcher on PATH that finds the installed plugin
 each time it runs, so the next `codex plugin add` of a new version does not leave it dangling; it
 says when its directory is not on PATH, and touches only a file it wrote."""
+import json
 import os
 import shutil
 import subprocess
@@ -146,3 +147,66 @@ def test_a_failed_link_leaves_no_executable_temporary_file(place):
     assert done.returncode == 1 and "WRITE_FAILED" in done.stdout + done.stderr, done
     assert sorted(p.name for p in bin_dir.iterdir()) == ["intent-loop"]
     assert (bin_dir / "intent-loop" / "kept").is_dir()
+
+
+def test_unlink_works_after_the_plugin_copy_is_gone(place):
+    """Issue 35, item 7: `codex plugin remove` first, then `intent-loop unlink`, which the launcher's
+    own PLUGIN_NOT_INSTALLED message tells the user to run: the launcher answers it by itself."""
+    env, codex_home, bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    assert run([copy / "hooks" / "intent-loop", "cli", "link"], env, workspace).returncode == 0
+    launcher = bin_dir / "intent-loop"
+    shutil.rmtree(copy)  # what `codex plugin remove` leaves
+    env = {**env, "PATH": f"{bin_dir}:{env['PATH']}"}
+    assert run(["intent-loop", "status"], env, workspace).returncode == 1
+    done = run(["intent-loop", "unlink", "--json"], env, workspace)
+    assert done.returncode == 0, done
+    assert json.loads(done.stdout) == {"path": str(launcher), "removed": True, "guard_files": None}
+    assert not os.path.lexists(launcher)
+
+
+def test_unlink_works_after_the_build_it_ran_is_gone_and_never_removes_a_foreign_program(place, tmp_path):
+    env, _codex_home, bin_dir, workspace = place
+    checkout = tmp_path / "checkout"
+    for part in ("lib", "hooks"):
+        shutil.copytree(ROOT / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__"))
+    assert run([checkout / "hooks" / "intent-loop", "cli", "link"], env, workspace).returncode == 0
+    launcher = bin_dir / "intent-loop"
+    kept = tmp_path / "kept-launcher"
+    shutil.copy2(launcher, kept)
+    shutil.rmtree(checkout)
+    done = run([launcher, "status"], env, workspace)
+    assert done.returncode == 1 and "PLUGIN_NOT_INSTALLED" in done.stderr and "intent-loop unlink" in done.stderr
+    # another program of that name now stands there: the old launcher's unlink leaves it as it is
+    foreign = b"#!/bin/sh\necho someone else's intent-loop\n"
+    launcher.write_bytes(foreign)
+    done = run([kept, "unlink", "--json"], env, workspace)
+    assert done.returncode == 1 and json.loads(done.stdout)["error"]["code"] == "LINK_EXISTS", done
+    assert launcher.read_bytes() == foreign
+    done = run([kept, "unlink"], env, workspace)
+    assert done.returncode == 1 and "LINK_EXISTS" in done.stderr and launcher.read_bytes() == foreign
+    launcher.unlink()
+    os.mkfifo(launcher)  # nor a FIFO, without hanging (run() has a timeout)
+    assert run([kept, "unlink"], env, workspace).returncode == 1 and os.path.lexists(launcher)
+    launcher.unlink()
+    shutil.copy2(kept, launcher)
+    done = run([launcher, "unlink"], env, workspace)
+    assert done.returncode == 0 and done.stdout.startswith(f"removed: {launcher}") and not launcher.exists()
+    done = run([kept, "unlink", "--dir", bin_dir], env, workspace)
+    assert done.returncode == 0 and done.stdout.startswith("nothing to remove")
+
+
+def test_unlink_names_the_guard_files_still_in_force(place):
+    env, codex_home, bin_dir, workspace = place
+    copy = plugin_copy(codex_home, "0.1.0")
+    cli = copy / "hooks" / "intent-loop"
+    assert run([cli, "cli", "link"], env, workspace).returncode == 0
+    done = run([cli, "cli", "--project", workspace, "claim", "add", "goal", "ship", "it"], env, workspace)
+    assert done.returncode == 0, done
+    guard = workspace / ".execution-fidelity" / "contract.json"
+    assert guard.exists()
+    done = run([bin_dir / "intent-loop", "unlink", "--json"], env, workspace)
+    assert done.returncode == 0, done
+    result = json.loads(done.stdout)
+    assert result["removed"] is True and result["guard_files"] == [str(guard)]
+    assert guard.exists()  # unlink only says so: `contract withdraw --apply` takes it away

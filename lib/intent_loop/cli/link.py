@@ -7,6 +7,8 @@ time it runs (the newest version directory of the marketplace it was linked from
 command line: the source launcher (hooks/intent-loop cli) or the binary (dist/intent-loop). Run
 from a build that is no plugin (a checkout's dist/, a user-level install), it runs that path.
 The launcher carries a marker line, so `unlink` and a second `link` touch only a file of ours.
+When what it runs is gone (`codex plugin remove`, a deleted build), the launcher still answers
+`intent-loop unlink` by itself (UNLINK_SH), so removing works in any order (issue 35, item 7).
 """
 import os
 import sys
@@ -61,14 +63,71 @@ def plugin_of(program):
     return None
 
 
+GUARD_NOTE = ("Guard files are not withdrawn by unlink: in each project where intent-loop published one "
+              "(<project>/.execution-fidelity/contract.json), Guard keeps enforcing its last contract until "
+              "the file is deleted; `intent-loop contract withdraw --all-projects --apply` removes them while "
+              "the plugin is installed")
+
+# `unlink` when the launcher has nothing left to run: the Python unlink's rules in sh (the same
+# DIR, a file of ours only: a regular file holding the marker, never a FIFO or another program).
+UNLINK_SH = r"""if [ "${1-}" = unlink ]; then
+  shift
+  dir='~/.local/bin' json=
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --dir) [ $# -ge 2 ] || { echo "intent-loop: INVALID_ARGUMENT: --dir needs DIR" >&2; exit 2; }
+             dir=$2; shift 2 ;;
+      --dir=*) dir=${1#--dir=}; shift ;;
+      --json) json=1; shift ;;
+      *) echo "intent-loop: INVALID_ARGUMENT: with nothing left to run, unlink takes only --dir DIR and --json" >&2
+         exit 2 ;;
+    esac
+  done
+  case $dir in
+    "~"*) case ${HOME-} in /*) dir=$HOME${dir#"~"} ;;
+            *) echo "intent-loop: INVALID_ARGUMENT: HOME is not set to an absolute path; pass --dir DIR" >&2
+               exit 2 ;; esac ;;
+    /*) ;;
+    *) dir=$(pwd)/$dir ;;
+  esac
+  target=${dir%/}/intent-loop
+  quoted=$(printf '%s' "$target" | sed 's/\\/\\\\/g; s/"/\\"/g')
+  if [ ! -e "$target" ] && [ ! -L "$target" ]; then removed=false
+  elif [ -f "$target" ] && grep -qF -- "$marker" "$target" 2>/dev/null; then
+    rm -f -- "$target" || { echo "intent-loop: WRITE_FAILED: cannot remove $target" >&2; exit 1; }
+    removed=true
+  else
+    why="$target was not written by intent-loop link: left alone"
+    if [ -n "$json" ]; then
+      printf '{"error": {"code": "LINK_EXISTS", "message": "%s: %s"}, "ok": false}\n' "$quoted" \
+        "not written by intent-loop link: left alone"
+    else echo "intent-loop: LINK_EXISTS: $why" >&2; fi
+    exit 1
+  fi
+  if [ -n "$json" ]; then
+    printf '{"guard_files": null, "path": "%s", "removed": %s}\n' "$quoted" "$removed"
+  else
+    if [ "$removed" = true ]; then echo "removed: $target"; else echo "nothing to remove: $target"; fi
+    echo "$guard_note"
+  fi
+  exit 0
+fi"""
+
+
 def launcher_text(program, env):
     """The launcher for the program this command runs as (sys.argv[0])."""
     found = plugin_of(program)
+    common = [f"marker={_sh_quote(MARKER)}", f"guard_note={_sh_quote(GUARD_NOTE)}"]
     if found is None:
         return "\n".join([
             "#!/bin/sh", MARKER,
             f"# runs the intent-loop command of {os.path.dirname(program)}",
-            f"exec {_sh_quote(program)} " + ('cli "$@"' if _is_source_launcher(program) else '"$@"'), ""])
+            f"if [ -x {_sh_quote(program)} ]; then exec {_sh_quote(program)} "
+            + ('cli "$@"; fi' if _is_source_launcher(program) else '"$@"; fi'),
+            *common, UNLINK_SH,
+            f'echo "intent-loop: {ErrorCode.PLUGIN_NOT_INSTALLED}: "{_sh_quote(program)}" is gone; link again '
+            'from the intent-loop you use, or run intent-loop unlink" >&2',
+            "exit 1", ""])
     codex_home, marketplace = found
     default_home = os.path.join(env.get("HOME") or "", ".codex")
     home = '"${CODEX_HOME:-$HOME/.codex}"' if codex_home == default_home else _sh_quote(codex_home)
@@ -83,6 +142,7 @@ def launcher_text(program, env):
         "done",
         'if [ -n "$found" ] && [ -x "${found}hooks/intent-loop" ]; then exec "${found}hooks/intent-loop" cli "$@"; fi',
         'if [ -n "$found" ] && [ -x "${found}dist/intent-loop" ]; then exec "${found}dist/intent-loop" "$@"; fi',
+        *common, UNLINK_SH,
         f'echo "intent-loop: {ErrorCode.PLUGIN_NOT_INSTALLED}: no intent-loop@{marketplace} plugin in $cache; '
         'install it (codex plugin add), or run intent-loop unlink" >&2',
         "exit 1", ""])
@@ -153,18 +213,34 @@ def cmd_link(args, console):
 
 
 def cmd_unlink(args, console):
+    """Remove the launcher when it is ours, and say which Guard files of ours stay in force: Guard
+    keeps enforcing them after intent-loop is gone (`contract withdraw` takes them away)."""
     target = _target(args, console.env)
     if not os.path.lexists(target):
         removed, why = False, "nothing to remove"
     elif not _is_ours(target):
         raise IntentLoopError(ErrorCode.LINK_EXISTS, f"{target} was not written by intent-loop link: left alone")
     else:
-        os.unlink(target)
+        try:
+            os.unlink(target)
+        except OSError as exc:
+            raise IntentLoopError(ErrorCode.WRITE_FAILED, f"cannot remove {target} ({exc.strerror})") from None
         removed, why = True, "removed"
+    from intent_loop.cli.contract_withdraw import files_in_force
+
+    guard_files = files_in_force(console)
     if args.json:
-        console.json({"path": target, "removed": removed})
-    else:
-        console.out(f"{why}: {target}")
+        console.json({"path": target, "removed": removed, "guard_files": guard_files})
+        return 0
+    console.out(f"{why}: {target}")
+    if guard_files is None:
+        console.out(GUARD_NOTE)
+    elif guard_files:
+        console.out(f"Guard keeps enforcing intent-loop's last contract in {len(guard_files)} file(s) until they "
+                    "are withdrawn: `intent-loop contract withdraw --all-projects` lists them, `--apply` removes "
+                    "them (before `codex plugin remove`):")
+        for path in guard_files:
+            console.out(f"  {path}")
     return 0
 
 
