@@ -76,7 +76,8 @@ def test_who_may_run_each_command_is_set_where_it_registers_and_refused_in_the_a
     assert {c for c, f in flags.items() if f == USER_ONLY} == {
         "claim replace", "claim drop", "candidate confirm", "candidate dismiss", "private", "off", "on", "import",
         "delete task", "delete claim", "link", "unlink"}
-    assert {c for c, f in flags.items() if f == USER_ONLY_WHEN_APPLIED} == {"recover", "install", "uninstall"}
+    assert {c for c, f in flags.items() if f == USER_ONLY_WHEN_APPLIED} == {
+        "recover", "install", "uninstall", "contract withdraw"}
     assert flags["claim add"] is None  # in the agent's shell it records a proposal instead
     cli = make_cli(tmp_path)
     cli.env.update(CODEX_TOOL_CALL_ID="call_1")
