@@ -109,7 +109,7 @@ def _off(state):
     return dict(state, tasks=tasks), task_id
 
 
-def _plan_project(target, console):
+def _plan_project(target):
     from intent_loop.guard import provider
 
     paths = target["paths"]
@@ -119,7 +119,7 @@ def _plan_project(target, console):
     return task_id, files
 
 
-def _apply_project(target, console):
+def _apply_project(target):
     import time
 
     from intent_loop.base.canonical import sha256_hex
@@ -157,7 +157,7 @@ def survey(console, *, all_projects, apply=False):
             continue
         entry["root"], entry["state"] = target["paths"].root, "ok"
         try:
-            entry["task_turned_off"], entry["files"] = (_apply_project if apply else _plan_project)(target, console)
+            entry["task_turned_off"], entry["files"] = (_apply_project if apply else _plan_project)(target)
         except IntentLoopError as exc:
             entry["state"], entry["error"] = "error", exc.to_dict()
         results.append(entry)

@@ -236,8 +236,12 @@ def cmd_unlink(args, console):
     if guard_files is None:
         console.out(GUARD_NOTE)
     elif guard_files:
+        command = "intent-loop"
+        program = os.path.abspath(sys.argv[0]) if removed and sys.argv and sys.argv[0] else None
+        if program and os.access(program, os.X_OK):  # the launcher is gone: the command it ran
+            command = f"{_sh_quote(program)} cli" if _is_source_launcher(program) else _sh_quote(program)
         console.out(f"Guard keeps enforcing intent-loop's last contract in {len(guard_files)} file(s) until they "
-                    "are withdrawn: `intent-loop contract withdraw --all-projects` lists them, `--apply` removes "
+                    f"are withdrawn: `{command} contract withdraw --all-projects` lists them, `--apply` removes "
                     "them (before `codex plugin remove`):")
         for path in guard_files:
             console.out(f"  {path}")
