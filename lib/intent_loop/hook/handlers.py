@@ -47,8 +47,10 @@ def session_start(payload, runtime):
         answer["context"] = text
         if place.linked is not None:  # an unlinked session writes nothing, not even its seen record
             ctx.seen.remember_view(view or "", ctx.state)
-    if place.linked is not None and place.current is not None:  # a takeover between sessions (issue 33)
-        ctx.after.add(ctx.paths, _guard_repair_job(ctx))  # no lstat before the answer: its module costs a start
+    # a takeover between sessions (issue 33): one lstat against this session's last refresh decides,
+    # so the steady state forks no after-answer child (its modules and the fork cost a start)
+    if place.linked is not None and place.current is not None and ctx.seen.guard_changed():
+        ctx.after.add(ctx.paths, _guard_repair_job(ctx))
     return answer
 
 
