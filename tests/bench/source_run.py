@@ -91,11 +91,11 @@ def importtime(payload, env, workspace):
     ways = {
         "binary (extracted runtime)": [PYTHON, "-I", "-S", "-X", "importtime", "-c", fast,
                                        str(DIST / "intent-loop-user-prompt")],
-        "source (pycache under the data root)": [PYTHON, "-I", "-S", "-X", "importtime", "-X",
-                                                 f"pycache_prefix={root}/pycache", "-c", code, str(tree),
-                                                 "hooks.user_prompt", "main", "1", str(launcher)],
+        # the launcher's code takes: tree, module, function, is_hook, the bytecode directory ("": none), $0
+        "source (pycache under the data root)": [PYTHON, "-I", "-S", "-X", "importtime", "-c", code, str(tree),
+                                                 "hooks.user_prompt", "main", "1", f"{root}/pycache", str(launcher)],
         "source with -B (nothing written)": [PYTHON, "-I", "-S", "-B", "-X", "importtime", "-c", code, str(tree),
-                                             "hooks.user_prompt", "main", "1", str(launcher)],
+                                             "hooks.user_prompt", "main", "1", "", str(launcher)],
     }
     subprocess.run(ways["source (pycache under the data root)"], input=payload(-3), env=env, cwd=workspace,
                    capture_output=True, timeout=60)  # the copy's bytecode, once
@@ -107,6 +107,9 @@ def importtime(payload, env, workspace):
             mods = _our_modules(done.stderr.decode(errors="replace"))
             count = len(mods)
             totals.append(sum(mods.values()) / 1000)
+        if not count:  # the launcher's code did not run (its arguments changed): a figure of 0 would mislead
+            why = done.stderr.decode(errors="replace")[-400:]
+            raise SystemExit(f"bench: {label} imported none of our modules: {why}")
         results[label] = (count, min(totals))
         print(f"{label:<44} {count} of our modules, min -X importtime {min(totals):6.2f} ms "
               f"(of {IMPORTTIME_RUNS} runs)", flush=True)
