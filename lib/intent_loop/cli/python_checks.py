@@ -39,9 +39,10 @@ def probe(python, *, env):
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"{chosen} does not run ({exc.__class__.__name__})"
     version = done.stdout.strip()
-    if done.returncode != 0 or not version:
-        return None, f"{chosen} gave no version (exit {done.returncode})"
-    if tuple(int(part) for part in version.split(".")[:2]) < (3, 11):
+    parts = version.split(".")[:2]
+    if done.returncode != 0 or len(parts) != 2 or not all(part.isdigit() for part in parts):
+        return None, f"{chosen} gave no version (exit {done.returncode}): another program is at that path"
+    if tuple(int(part) for part in parts) < (3, 11):
         return None, f"{chosen} is Python {version}, older than 3.11"
     return version, None
 
