@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
-# The rules refuse every temp directory, where pytest's tmp_path lies: an interpreter the launchers may
-# run must live elsewhere, in a root-owned, not world-writable place, as /usr/bin does.
-TRUSTED_BASE = Path("/var/lib/intent-loop-tests")
+from helpers.python_roots import TRUSTED_BASE
+
+# The rules refuse every temp directory, where pytest's tmp_path lies, and run only interpreters under a
+# trusted Python root: an interpreter the launchers may run lives under TRUSTED_BASE, which the tests name
+# in INTENT_LOOP_PYTHON_ROOTS (helpers/python_roots.py, roots_env), not world-writable, as /usr/bin is.
 
 
 @pytest.fixture

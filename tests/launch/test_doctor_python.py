@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.dist import requires_dist
+from helpers.python_roots import roots_env
 from intent_loop.launch import hook_runs
 from intent_loop.launch.python_place import RECORD
 
@@ -35,13 +36,14 @@ def doctor(launcher, env, cwd):
 
 def write_record(data_root, python, identity="1 2 3 4 3.11.0"):
     (data_root / "runtime").mkdir(parents=True, exist_ok=True)
-    (data_root / "runtime" / RECORD).write_text(f"py='{python}'\npy_id='{identity}'\npy_checked='{python}'\n")
+    (data_root / "runtime" / RECORD).write_text(f"py='{python}'\npy_id='{identity}'\npy_checked='{python}'\n"
+                                                f"py_named='{python}'\n")
 
 
 def env_for(home, codex_home):
     """doctor itself runs with INTENT_LOOP_PYTHON, so that its launcher leaves the record as planted."""
     return {"HOME": str(home), "CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-            "INTENT_LOOP_PYTHON": os.path.realpath(sys.executable)}
+            "INTENT_LOOP_PYTHON": os.path.realpath(sys.executable), **roots_env()}
 
 
 def test_a_source_run_install_passes_interpreter_without_advice_to_build(tmp_path, isolated_home):
@@ -96,7 +98,8 @@ def test_hook_python_never_runs_a_recorded_interpreter_the_agent_can_write(tmp_p
 def test_the_binaries_interpreter_check_probes_the_interpreter_they_name(tmp_path, isolated_home):
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    env = {"HOME": str(isolated_home), "PATH": "/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    env = {"HOME": str(isolated_home), "PATH": "/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data"),
+           **roots_env()}
     check = doctor([DIST / "intent-loop"], env, workspace)["interpreter"]
     assert check["ok"], check
     assert "(Python 3." in check["detail"] or "not used" in check["detail"], check
@@ -120,4 +123,4 @@ def test_doctor_says_when_the_only_python_is_inside_the_workspace(tmp_path, isol
     env = dict(env_for(isolated_home, codex_home), PATH=f"{venv / 'bin'}:/usr/bin:/bin")
     check = doctor([*hide, copy / "hooks" / "intent-loop", "cli"], env, workspace)["hook_python"]
     assert not check["ok"] and check["detail"].startswith("PYTHON_NOT_FOUND"), check
-    assert "the only Python 3.11+ found is inside the workspace" in check["detail"]
+    assert "outside the trusted Python roots" in check["detail"]

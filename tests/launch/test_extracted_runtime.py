@@ -104,6 +104,7 @@ def test_doctor_reports_and_install_apply_removes_old_runtimes_only(tmp_path):
     assert (data_root / "runtime" / OLD).is_dir()
     proc = _run("install", "--apply", home=home)
     assert proc.returncode == 0 and f"removed 1 old runtime (0.0 MB): {OLD[:12]}" in proc.stdout, proc.stderr
-    assert sorted(os.listdir(data_root / "runtime")) == [current]
+    kept = sorted(n for n in os.listdir(data_root / "runtime") if n != "python-record")  # the chosen interpreter
+    assert kept == [current]
     doctor = json.loads(_run("doctor", "--json", home=home).stdout)
     assert [c["ok"] for c in doctor["checks"] if c["name"] == "old_runtimes"] == [True]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers.dist import requires_dist
+from helpers.python_roots import roots_env
 from intent_loop.launch.binaries import BINARIES
 from intent_loop.launch.python_place import read_record
 
@@ -64,7 +65,7 @@ def place(tmp_path, isolated_home, trusted_dir):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     env = {"HOME": str(isolated_home), "PATH": f"{bin_dir}:/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(data_root),
-           "LANG": "C.UTF-8"}
+           "LANG": "C.UTF-8", **roots_env()}
     return env, data_root, bin_dir, workspace
 
 

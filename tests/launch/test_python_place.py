@@ -17,14 +17,15 @@ from pathlib import Path
 import pytest
 
 from helpers.dist import requires_dist
+from helpers.python_roots import roots_env
 from intent_loop.launch.python_place import RECORD, agent_places, choose, is_agent_place, read_record
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_LAUNCHER = ROOT / "hooks" / "intent-loop"
 DIST = ROOT / "dist"
 PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
-ONLY_IN_WORKSPACE = ("intent-loop is not recording: the only Python 3.11+ found is inside the workspace; "
-                     "set INTENT_LOOP_PYTHON")
+ONLY_IN_WORKSPACE = ("intent-loop is not recording: the only Python 3.11+ found lies outside the trusted Python "
+                     "roots or where the agent can write; set INTENT_LOOP_PYTHON or INTENT_LOOP_PYTHON_ROOTS")
 
 
 def real_python():
@@ -73,7 +74,7 @@ def attack(tmp_path, isolated_home):
     (workspace / ".git").mkdir(parents=True)
     data_root = tmp_path / "data"
     env = {"HOME": str(isolated_home), "INTENT_LOOP_DATA_DIR": str(data_root), "LANG": "C.UTF-8",
-           "PATH": f"{workspace / '.venv' / 'bin'}:/usr/bin:/bin"}
+           "PATH": f"{workspace / '.venv' / 'bin'}:/usr/bin:/bin", **roots_env()}
     return env, data_root, workspace, tmp_path / "marker"
 
 
@@ -124,7 +125,8 @@ def test_a_copies_venv_outside_the_agents_places_runs_its_home_interpreter(trust
     venv = trusted_dir / "venv"
     subprocess.run([str(real_python()), "-m", "venv", "--without-pip", "--copies", str(venv)], check=True,
                    timeout=120)
-    chosen, why = choose(str(venv / "bin" / "python3"), cwd=str(tmp_path), env={"HOME": str(tmp_path / "h")})
+    env = {"HOME": str(tmp_path / "h"), **roots_env()}
+    chosen, why = choose(str(venv / "bin" / "python3"), cwd=str(tmp_path), env=env)
     assert why is None and os.path.samefile(chosen, real_python())
 
 
@@ -200,7 +202,7 @@ def test_a_world_writable_directory_is_refused(trusted_dir, tmp_path):
     shared = trusted_dir / "shared"
     shared.mkdir()
     (shared / "python3").symlink_to(real_python())
-    env = {"HOME": str(tmp_path / "h")}
+    env = {"HOME": str(tmp_path / "h"), **roots_env()}
     assert choose(str(shared / "python3"), cwd=str(tmp_path), env=env)[1] is None
     shared.chmod(0o777)
     assert choose(str(shared / "python3"), cwd=str(tmp_path), env=env)[1] is not None
@@ -321,8 +323,9 @@ def test_the_workspace_rule_holds_without_a_home_and_yields_only_for_one_holding
     del env["HOME"]
     hook(env, cwd=workspace)
     assert not marker.exists() and recorded(data_root) != str(inside)
-    assert choose(str(inside), cwd=str(workspace), env={})[1] is not None
-    home = trusted_dir / "home"
-    (home / "bin").mkdir(parents=True)
-    (home / "bin" / "python3").symlink_to(real_python())
-    assert choose(str(home / "bin" / "python3"), cwd=str(home), env={"HOME": str(home)})[1] is None
+    assert choose(str(inside), cwd=str(workspace), env=roots_env())[1] is not None
+    home = trusted_dir / "home"  # ~/.local/bin is a trusted Python root (uv's and pipx's links)
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "python3").symlink_to(real_python())
+    env = {"HOME": str(home), **roots_env()}
+    assert choose(str(home / ".local" / "bin" / "python3"), cwd=str(home), env=env)[1] is None

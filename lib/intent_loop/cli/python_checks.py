@@ -12,8 +12,9 @@ PROBE_SECONDS = 10
 BINARY_MARK = b'py="${INTENT_LOOP_PYTHON:-'  # the first line a binary's launcher runs (launch/launcher.sh)
 SEARCHED = ("python3", "python3.13", "python3.12", "python3.11")  # find_python.sh's names
 SEARCHED_DIRS = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin")
-NEXT_ACTION = ("install Python 3.11+ outside the workspace (python3 on PATH, /opt/homebrew/bin, /usr/local/bin or "
-               "/usr/bin) or set INTENT_LOOP_PYTHON in the environment Codex starts from")
+NEXT_ACTION = ("install Python 3.11+ under a trusted Python root (/usr/bin, /usr/local, /opt/homebrew, pyenv, uv, "
+               "asdf, mise, conda: docs/install.md) or set INTENT_LOOP_PYTHON, or name its directory in "
+               "INTENT_LOOP_PYTHON_ROOTS, in the environment Codex starts from")
 
 
 def check(name, ok, detail, next_action=None):
@@ -115,7 +116,8 @@ def hook_python_check(data_roots, told, *, env, ago):
         detail = f"{ErrorCode.PYTHON_NOT_FOUND}: a hook found no Python 3.11+ {ago(told)} and recorded nothing since"
         chosen, refused = _found_by_search(env)
         if chosen is None and refused:
-            detail += "; the only Python 3.11+ found is inside the workspace (" + refused[0] + ")"
+            detail += ("; the only Python 3.11+ found lies outside the trusted Python roots or where the agent "
+                       "can write (" + refused[0] + ")")
         return check("hook_python", False, detail, NEXT_ACTION)
     records = [(root, r) for root in data_roots for r in [python_place.read_record(root)] if r]
     if not records:

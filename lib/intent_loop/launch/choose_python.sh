@@ -8,6 +8,10 @@
 # Codex's writable_roots (docs/security.md). So no interpreter is run, not even to ask its version,
 # before the place it lives passes the location rules, decided from lstat, readlink and the
 # directories' physical paths only:
+#   - every link hop and the real file lie under a trusted Python root (find_python.sh,
+#     find_trusted_roots: the system's and the Python toolchains' directories, and those named in
+#     INTENT_LOOP_PYTHON_ROOTS): the agent may write any workspace it was ever run in, which no
+#     rule that knows only this session's cwd can name;
 #   - every link hop and the real file, and each directory above them, lie outside the agent's
 #     places: the cwd and its project root, $TMPDIR, /tmp, /var/tmp, /dev/shm, a writable_roots entry;
 #   - each of them is owned by root or the user, and none but a link is world-writable (group-writable
@@ -49,12 +53,11 @@ remember_python() {
   if [ -n "$is_hook" ]; then
     mkdir -p "$root/runtime" 2>/dev/null || return 0
   fi
-  if [ ! -d "$root/runtime" ] || [ -L "$root/runtime" ]; then
-    return 0
-  fi
+  runtime_is_ours || return 0
   record=$root/runtime/python-record
-  printf 'py=%s\npy_id=%s\npy_checked=%s\n' "$(quoted "$py")" "$(quoted "$found_id")" "$(quoted "$checked_paths")" \
-    >"$record.$$" 2>/dev/null && mv -f "$record.$$" "$record" 2>/dev/null
+  printf 'py=%s\npy_id=%s\npy_checked=%s\npy_named=%s\n' "$(quoted "$py")" "$(quoted "$found_id")" \
+    "$(quoted "$checked_paths")" "$(quoted "$named_paths")" >"$record.$$" 2>/dev/null &&
+    mv -f "$record.$$" "$record" 2>/dev/null
   rm -f "$record.$$" 2>/dev/null
   return 0
 }
@@ -84,6 +87,33 @@ add_writable_roots() {
 # The physical path of a directory (a subshell: its cd does not move the launcher).
 physical_dir() {
   (cd -P -- "$1" 2>/dev/null && pwd -P)
+}
+
+# Each trusted root that exists, then its physical path, one a line (trusted_pairs): the hops are
+# physical, the record names them under the root as the user named it (named_form).
+resolve_trusted_roots() {
+  find_trusted_roots
+  trusted_pairs=
+  IFS=$nl; set -f
+  for named in $trusted_roots; do
+    [ -d "$named" ] || continue
+    physical=$(physical_dir "$named") || continue
+    trusted_pairs=$trusted_pairs$nl$named$nl${physical%/}
+  done
+  IFS=$default_ifs; set +f
+}
+
+# A physical path named under the trusted root it lies in (hop_named); fails outside every one.
+named_form() {
+  hop_named= named=
+  IFS=$nl; set -f
+  for line in $trusted_pairs; do
+    if [ -z "$named" ]; then named=$line; continue; fi
+    case $1 in "$line"/*) hop_named=$named${1#"$line"}; IFS=$default_ifs; set +f; return 0 ;; esac
+    named=
+  done
+  IFS=$default_ifs; set +f
+  return 1
 }
 
 # Every hop from a name to the real file, each as its physical directory plus its name, one a line,
@@ -131,15 +161,19 @@ leave_venv() {
   case $home in /*) echo "${home%/}/${1##*/}" ;; *) return 1 ;; esac
 }
 
-# The location rules for one name (see the top of this file). Sets checked_paths: every path checked.
+# The location rules for one name (see the top of this file). Sets checked_paths: every path checked,
+# and named_paths: each named under its trusted root.
 passes_location_rules() {
   case $1 in *"$nl"*) return 1 ;; esac
   follow_links "$1" || return 1
   checked_paths=${hops#"$nl"}
-  owner_check=
+  owner_check= named_paths=
   IFS=$nl; set -f
   for hop in $hops; do
-    if is_agent_place "$hop"; then IFS=$default_ifs; set +f; return 1; fi
+    if is_agent_place "$hop" || ! named_form "$hop" || is_agent_place "$hop_named"; then
+      IFS=$default_ifs; set +f; return 1
+    fi
+    named_paths=$named_paths${named_paths:+$nl}$hop_named
     above=$hop
     while [ -n "$above" ]; do owner_check=$owner_check$nl$above; above=${above%/*}; done
   done
@@ -168,6 +202,7 @@ owned_safely() {
 # and that answer through the rules too. Sets py, found_id and checked_paths; refused_by_rules when
 # the rules alone kept it out.
 try_candidate() {
+  [ -f "$1" ] && [ -x "$1" ] || return 1
   candidate=$(leave_venv "$1") || { refused_by_rules=1; return 1; }
   [ "$candidate" = "$macos_stub" ] && return 1
   passes_location_rules "$candidate" || { refused_by_rules=1; return 1; }
@@ -182,39 +217,55 @@ try_candidate() {
   return 0
 }
 
-# The candidates, in order: the names on PATH, then the usual directories. macOS's
+# The candidates, in order: each name in every absolute entry of the user's PATH (a builtin walk: an
+# empty or relative entry is the cwd, the agent's), then the usual directories. macOS's
 # /usr/bin/python3 is a stub that may open an installer dialog (and is 3.9): it is never run.
-# Sets only_in_workspace when a candidate was passed over because the agent can write it, and none
-# was found.
+# Sets only_in_workspace when a candidate was passed over by the location rules, and none was found.
 search_python() {
-  add_writable_roots
-  macos_stub=
-  [ -x /usr/bin/xcrun ] && [ -d /System/Library ] && macos_stub=/usr/bin/python3
-  for name in python3 python3.13 python3.12 python3.11 \
+  for name in python3 python3.13 python3.12 python3.11; do
+    IFS=:; set -f
+    for entry in $user_path; do
+      IFS=$default_ifs; set +f
+      case $entry in /*) ;; *) continue ;; esac
+      [ -f "${entry%/}/$name" ] && [ -x "${entry%/}/$name" ] || continue
+      try_candidate "${entry%/}/$name" && return 0
+    done
+    IFS=$default_ifs; set +f
+  done
+  for name in \
       /opt/homebrew/bin/python3 /opt/homebrew/bin/python3.13 /opt/homebrew/bin/python3.12 /opt/homebrew/bin/python3.11 \
       /usr/local/bin/python3 /usr/local/bin/python3.13 /usr/local/bin/python3.12 /usr/local/bin/python3.11 \
       /usr/bin/python3 /usr/bin/python3.13 /usr/bin/python3.12 /usr/bin/python3.11; do
-    case $name in
-      /*) [ -x "$name" ] || continue ;;
-      *) name=$(command -v "$name" 2>/dev/null) || continue
-         case $name in /*) ;; *) continue ;; esac ;;
-    esac
+    [ -x "$name" ] || continue
     try_candidate "$name" && return 0
   done
   [ -n "${refused_by_rules:-}" ] && only_in_workspace=1
   return 1
 }
 
+# Choosing, when no record passes: an older build's record, else the binary's own interpreter (its
+# first argument, may be empty), else the search. Every one goes through the location rules first.
+choose_python() {
+  macos_stub=
+  [ -x /usr/bin/xcrun ] && [ -d /System/Library ] && macos_stub=/usr/bin/python3
+  add_writable_roots
+  resolve_trusted_roots
+  adopt_old_record && return 0
+  if [ -n "${1:-}" ]; then
+    case $1 in /*) try_candidate "$1" && return 0 ;; esac
+  fi
+  search_python
+}
+
 # A record written by an older build (runtime/python, one path) is checked by these rules before it
 # is used: passed, it is asked its version like any candidate; failed, it is removed, never run.
 adopt_old_record() {
   old_record=$root/runtime/python
-  [ -n "$root" ] && [ -f "$old_record" ] && [ ! -L "$old_record" ] || return 1
+  runtime_is_ours && [ -f "$old_record" ] && [ ! -L "$old_record" ] || return 1
   old_py=
   read -r old_py <"$old_record" 2>/dev/null
   rm -f "$old_record" 2>/dev/null
   case $old_py in /*) ;; *) return 1 ;; esac
-  add_writable_roots
   try_candidate "$old_py"
 }
 
@@ -231,11 +282,11 @@ json_text() {
 tell_once() {
   told=$root/runtime/no-python-told
   if [ -n "$2" ] && [ -n "$root" ]; then
-    if [ -f "$told" ] && [ "$(cat "$told" 2>/dev/null)" = "$2" ]; then
+    if runtime_is_ours && [ -f "$told" ] && [ "$(cat "$told" 2>/dev/null)" = "$2" ]; then
       printf '{"continue":true}'
       exit 0
     fi
-    if mkdir -p "$root/runtime" 2>/dev/null && [ ! -L "$told" ]; then
+    if mkdir -p "$root/runtime" 2>/dev/null && runtime_is_ours && [ ! -L "$told" ]; then
       printf '%s\n' "$2" >"$told" 2>/dev/null
     fi
   fi
@@ -248,10 +299,13 @@ tell_once() {
 no_python() {
   why="no Python 3.11+ found; set INTENT_LOOP_PYTHON"
   if [ -n "${only_in_workspace:-}" ]; then
-    why="the only Python 3.11+ found is inside the workspace; set INTENT_LOOP_PYTHON"
+    why="the only Python 3.11+ found lies outside the trusted Python roots or where the agent can write; set INTENT_LOOP_PYTHON or INTENT_LOOP_PYTHON_ROOTS"
   fi
   if [ -n "${INTENT_LOOP_PYTHON:-}" ]; then
     why="INTENT_LOOP_PYTHON=$INTENT_LOOP_PYTHON is not an executable; set it to a Python 3.11+"
+    case $INTENT_LOOP_PYTHON in /*) ;; *)
+      why="INTENT_LOOP_PYTHON=$INTENT_LOOP_PYTHON is not an absolute path; set it to a Python 3.11+" ;;
+    esac
   fi
   if [ -z "$is_hook" ]; then
     echo "intent-loop: PYTHON_NOT_FOUND: $why" >&2

@@ -8,6 +8,16 @@
 nl='
 '
 default_ifs=$IFS  # the shell's own: the loops below split on newlines only, then put it back
+# The tools these scripts run (ls, sed, awk, mkdir...) come from a fixed PATH: the user's may name a
+# workspace venv's bin/ or an empty entry (the cwd), which the agent writes. The user's PATH is kept
+# as the list of interpreter candidates only, and given back to Python (restore_path), which is run
+# by its absolute path.
+user_path=${PATH-} path_was_set=${PATH+1}
+tool_path=/usr/bin:/bin
+PATH=$tool_path
+restore_path() {
+  if [ -n "$path_was_set" ]; then PATH=$user_path; else unset PATH; fi
+}
 
 # The interpreter's first statements, before any import: one older than 3.11 says so on stderr and
 # exits 3 (a hook's launcher says it once, fail-open); one started from a record compares itself with the
@@ -57,6 +67,51 @@ find_agent_places() {
   PWD=$named_pwd
 }
 
+# -- the trusted Python roots (builtins only: this runs on every use) ----------------------------
+# An interpreter runs only when its real file, and every link hop to it, lies under one of these, by
+# name: directories of the system or of a Python toolchain, which no workspace is, and those the user
+# names in INTENT_LOOP_PYTHON_ROOTS (colon-separated absolute paths). The agent may write every
+# workspace it was ever run in, not only this session's: the agent's places above are kept out on top.
+find_trusted_roots() {
+  home=${HOME:-}
+  case $home in /?*) ;; *) home= ;; esac
+  trusted_roots="/usr/bin$nl/bin$nl/usr/local$nl/opt/homebrew$nl/opt/local$nl/opt/python$nl/opt/conda"
+  trusted_roots="$trusted_roots$nl/Library/Frameworks/Python.framework$nl/nix/store"
+  pyenv_root=${PYENV_ROOT:-}
+  case $pyenv_root in /?*) ;; *) pyenv_root=${home:+$home/.pyenv} ;; esac
+  [ -n "$pyenv_root" ] && trusted_roots="$trusted_roots$nl${pyenv_root%/}/versions$nl${pyenv_root%/}/shims"
+  if [ -n "$home" ]; then
+    home=${home%/}
+    for under in .local/share/uv/python .asdf/installs/python .asdf/shims .local/share/mise/installs/python \
+        .local/share/mise/shims miniconda3/bin miniconda3/envs anaconda3/bin anaconda3/envs miniforge3/bin \
+        miniforge3/envs mambaforge/bin mambaforge/envs .local/bin; do
+      trusted_roots="$trusted_roots$nl$home/$under"
+    done
+  fi
+  IFS=:; set -f
+  for named in ${INTENT_LOOP_PYTHON_ROOTS:-}; do
+    case $named in /?*) holds_home "${named%/}" || trusted_roots="$trusted_roots$nl${named%/}" ;; esac
+  done
+  IFS=$default_ifs; set +f
+}
+
+# Whether a path lies under a trusted Python root (find_trusted_roots ran), as a string.
+is_trusted_place() {
+  IFS=$nl; set -f
+  for trusted in $trusted_roots; do
+    case $1 in "$trusted"/*) IFS=$default_ifs; set +f; return 0 ;; esac
+  done
+  IFS=$default_ifs; set +f
+  return 1
+}
+
+# The data root's runtime/ is a real directory of this user's, and so is the data root: a link there
+# could make the launcher source a record the agent wrote.
+runtime_is_ours() {
+  [ -n "$root" ] && [ -d "$root" ] && [ ! -L "$root" ] && [ -O "$root" ] &&
+    [ -d "$root/runtime" ] && [ ! -L "$root/runtime" ] && [ -O "$root/runtime" ]
+}
+
 # Whether a path lies in one of the agent's places (find_agent_places ran), as a string.
 is_agent_place() {
   IFS=$nl; set -f
@@ -68,19 +123,28 @@ is_agent_place() {
 }
 
 # -- the record of the chosen interpreter ---------------------------------------------------
-# py, py_id and py_checked (every path the rules checked, one a line), written by remember_python.
-# It is sourced: it lies in the data root, which the agent cannot write (its pycache is run too).
-# Codex's config.toml newer than the record may have added a writable_roots entry: choose again.
+# py, py_id, py_checked (every path the rules checked, physical, one a line) and py_named (the same
+# paths named under the trusted root each lies in), written by remember_python. It is sourced: it
+# lies in the data root, which the agent cannot write (its pycache is run too), and only when the
+# data root and its runtime/ are real directories of this user's. Codex's config.toml newer than the
+# record may have added a writable_roots entry: choose again.
 use_recorded_python() {
   record=$root/runtime/python-record
-  [ -n "$root" ] && [ -f "$record" ] && [ ! -L "$record" ] && [ -O "$record" ] || return 1
+  runtime_is_ours && [ -f "$record" ] && [ ! -L "$record" ] && [ -O "$record" ] || return 1
   [ "$codex_config" -nt "$record" ] && return 1
-  py= py_id= py_checked=
+  py= py_id= py_checked= py_named=
   command . "$record" 2>/dev/null || return 1
-  [ -n "$py" ] && [ -n "$py_id" ] && [ -f "$py" ] && [ -x "$py" ] || return 1
+  case $py in /*) ;; *) return 1 ;; esac
+  [ -n "$py_id" ] && [ -n "$py_named" ] && [ -f "$py" ] && [ -x "$py" ] || return 1
+  find_trusted_roots
   IFS=$nl; set -f
   for checked in $py_checked; do
     if is_agent_place "$checked" || [ ! -e "$checked" ]; then
+      IFS=$default_ifs; set +f; return 1
+    fi
+  done
+  for checked in $py_named; do
+    if is_agent_place "$checked" || ! is_trusted_place "$checked"; then
       IFS=$default_ifs; set +f; return 1
     fi
   done

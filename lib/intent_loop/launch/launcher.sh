@@ -14,11 +14,13 @@ is_hook=@IS_HOOK@
 # The hook's answer is captured: anything but a JSON object (a crash, an empty answer) becomes the
 # fail-open answer, said once (choose_python.sh, failed_answer).
 start() {
+  restore_path
   if [ -n "$is_hook" ]; then
     trap '' TERM
     answer=$("$@")
     status=$?
     case $answer in '{'*'}') printf '%s' "$answer"; exit 0 ;; esac
+    PATH=$tool_path
     load_choosing
     failed_answer "$status"
   fi
@@ -42,23 +44,26 @@ elif [ -z "${PLUGIN_DATA:-}" ]; then
   case $self in ''|*/plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
 fi
 
-# The interpreter the binary was built with is gone (another machine, a `brew upgrade`), or lies
-# where this session's agent may write (find_python.sh's location rules; build.py bakes in only
-# one that passed the rest): the one an earlier run recorded, re-checked with builtins, else one an
-# older build cached, checked before it runs, else a search (launch/find_python.sh, embedded here
-# by build.py). INTENT_LOOP_PYTHON is the user's own choice, used as given. The bundled orjson fits
-# only the builder's minor version; another one runs the standard library's JSON instead.
+# The interpreter: INTENT_LOOP_PYTHON, the user's own choice, used as given when absolute; else the
+# one an earlier run recorded, re-checked with builtins against the trusted Python roots and this
+# run's agent places; else one an older build cached, else the one the binary was built with, else
+# a search, each through the location rules before it runs (launch/find_python.sh and
+# choose_python.sh, embedded here by build.py; the baked one may be gone, or be another machine's
+# path). find_python.sh sets a fixed PATH for the tools; Python gets the user's back. The bundled
+# orjson fits only the builder's minor version; another one runs the standard library's JSON.
 @FIND_PYTHON@
 # launch/choose_python.sh, as a string: the shell scans a quoted string without parsing it.
 choose_python=@CHOOSE_PYTHON@
 load_choosing() { eval "$choose_python"; }
 find_agent_places
 py_record_id=
-if [ -z "${INTENT_LOOP_PYTHON:-}" ] && { [ ! -x "$py" ] || is_agent_place "$py"; }; then
-  py=
+if [ -n "${INTENT_LOOP_PYTHON:-}" ]; then
+  case $py in /*) ;; *) py= ;; esac
+else
+  baked=$py py=
   if use_recorded_python; then
     :
-  elif load_choosing && { adopt_old_record || search_python; }; then
+  elif load_choosing && choose_python "$baked"; then
     remember_python
   fi
 fi

@@ -4,6 +4,17 @@ import os
 import stat
 
 TEMP_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp")
+# The trusted Python roots (find_python.sh, find_trusted_roots, holds the same list): an interpreter,
+# and every link hop to it, must lie under one. The system's and Homebrew's, MacPorts', manylinux's,
+# conda images' and Nix's directories...
+SYSTEM_ROOTS = ("/usr/bin", "/bin", "/usr/local", "/opt/homebrew", "/opt/local", "/opt/python", "/opt/conda",
+                "/Library/Frameworks/Python.framework", "/nix/store")
+# ... the Python toolchains' under the home folder (pyenv's is $PYENV_ROOT's, when set) ...
+HOME_ROOTS = (".local/share/uv/python", ".asdf/installs/python", ".asdf/shims", ".local/share/mise/installs/python",
+              ".local/share/mise/shims", "miniconda3/bin", "miniconda3/envs", "anaconda3/bin", "anaconda3/envs",
+              "miniforge3/bin", "miniforge3/envs", "mambaforge/bin", "mambaforge/envs", ".local/bin")
+# ... and those the user names, colon-separated absolute paths.
+ROOTS_VARIABLE = "INTENT_LOOP_PYTHON_ROOTS"
 RECORD = "python-record"  # <data root>/runtime/python-record, written by find_python.sh
 MAX_HOPS = 16
 CONFIG_CAP = 1 << 20  # Codex's config.toml: a few KiB
@@ -70,6 +81,31 @@ def writable_roots(env):
 
     walk(config)
     return roots
+
+
+def trusted_roots(env):
+    """The trusted Python roots, as named (a root that holds the home folder is not one)."""
+    home = (env.get("HOME") or "").rstrip("/")
+    home = home if home.startswith("/") else ""
+    roots = list(SYSTEM_ROOTS)
+    pyenv = env.get("PYENV_ROOT") or ""
+    pyenv = pyenv if pyenv.startswith("/") and len(pyenv) > 1 else (home and home + "/.pyenv")
+    if pyenv:
+        roots += [pyenv.rstrip("/") + "/versions", pyenv.rstrip("/") + "/shims"]
+    if home:
+        roots += [f"{home}/{under}" for under in HOME_ROOTS]
+    for named in (env.get(ROOTS_VARIABLE) or "").split(":"):
+        if named.startswith("/") and len(named) > 1 and not _holds_home(named.rstrip("/"), env.get("HOME") or ""):
+            roots.append(named.rstrip("/"))
+    return roots
+
+
+def _physical_roots(env):
+    return [os.path.realpath(root) for root in trusted_roots(env) if os.path.isdir(root)]
+
+
+def is_trusted_place(path, physical_roots):
+    return any(path.startswith(root.rstrip("/") + "/") for root in physical_roots)
 
 
 def is_agent_place(path, places):
@@ -156,7 +192,8 @@ def leave_venv(name, places):
 
 def choose(name, *, cwd, env):
     """(the path to run, None) when `name` passes the launchers' rules (find_python.sh), else
-    (None, why not). A venv's python is replaced by what it runs."""
+    (None, why not). A venv's python is replaced by what it runs; the result and every link hop to it
+    lie under a trusted Python root (trusted_roots), outside the agent's places."""
     places = agent_places(cwd=cwd, env=env)
     chosen = leave_venv(name, places)
     if chosen is None:
@@ -164,9 +201,13 @@ def choose(name, *, cwd, env):
     hops = hops_of(chosen)
     if hops is None:
         return None, f"{chosen} is not an executable file"
+    roots = _physical_roots(env)
     for hop in hops:
         if is_agent_place(hop, places):
             return None, f"{hop} lies where the agent can write"
+        if not is_trusted_place(hop, roots):
+            return None, (f"{hop} lies outside the trusted Python roots (set INTENT_LOOP_PYTHON, or name its "
+                          f"directory in {ROOTS_VARIABLE})")
         for path in _above(hop):
             why = _unsafe_owner(path)
             if why:
