@@ -88,6 +88,10 @@ def repo_env(tmp_path, isolated_home):
     # the launchers take no interpreter from a temporary directory: PATH names the other one's own
     # folder (pyenv's bin/, which also holds its python3; or /usr/bin, where the others are hidden)
     bin_dir = other.parent
+    # and only from under a trusted Python root: a user's pyenv is ~/.pyenv (the MCP server's environment
+    # has no PYENV_ROOT), so the isolated home links to this machine's
+    if other.is_relative_to(PYENV):
+        (isolated_home / ".pyenv").symlink_to(PYENV.parent)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CODEX_", "OPENAI_", "PLUGIN_", "INTENT_LOOP_", "EFG_", "PYENV"))}
     env.update(HOME=str(isolated_home), CODEX_HOME=str(codex_home), NO_COLOR="1", RUST_LOG="error",

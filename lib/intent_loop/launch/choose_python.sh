@@ -170,7 +170,7 @@ passes_location_rules() {
   owner_check= named_paths=
   IFS=$nl; set -f
   for hop in $hops; do
-    if is_agent_place "$hop" || ! named_form "$hop" || is_agent_place "$hop_named"; then
+    if is_agent_place "$hop" || ! named_form "$hop"; then
       IFS=$default_ifs; set +f; return 1
     fi
     named_paths=$named_paths${named_paths:+$nl}$hop_named

@@ -144,7 +144,7 @@ use_recorded_python() {
     fi
   done
   for checked in $py_named; do
-    if is_agent_place "$checked" || ! is_trusted_place "$checked"; then
+    if ! is_trusted_place "$checked"; then
       IFS=$default_ifs; set +f; return 1
     fi
   done
