@@ -225,6 +225,7 @@ def test_tools_planted_on_path_never_run_while_choosing(where, tmp_path, isolate
     tool_dir = workspace / ".venv" / "bin" if where == "venv-on-path" else workspace
     for tool in TOOLS:
         planted(tool_dir / tool, marker, python=False)
+    planted(tool_dir / "python3", marker)  # and a relative INTENT_LOOP_PYTHON is never looked up on PATH
     codex_home = tmp_path / "codex"
     codex_home.mkdir()
     data_root = tmp_path / "data"
