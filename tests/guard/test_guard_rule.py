@@ -71,13 +71,49 @@ def test_a_refresh_never_takes_the_files_version(project, workspace, forged):
     assert (receipt.publication["action"], receipt.publication["version"]) == ("published", 2)
 
 
-def test_a_directory_at_the_path_we_hold_is_refused_and_nothing_recorded(project, workspace):
+def test_a_directory_at_the_path_we_hold_is_moved_aside_never_deleted(project, workspace):
     run(project, workspace, "intent: goal ship it")
     os.unlink(guard(workspace))
-    os.mkdir(guard(workspace))
+    os.makedirs(os.path.join(guard(workspace), "inner"))
     with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
         result = provider.refresh(tx, workspace=workspace, env={})
-    assert (result["action"], result["code"]) == ("error", "PROVIDER_PATH_FOREIGN"), result
+    assert (result["action"], result["restored"], result["version"]) == ("restored", "directory", 1), result
+    assert os.path.isfile(guard(workspace))
+    assert os.listdir(os.path.join(workspace, result["moved"])) == ["inner"]
     with open(project.ledger, "rb") as fh:
-        assert b"contract_restored" not in fh.read()
-    assert os.path.isdir(guard(workspace))
+        assert fh.read().count(b"contract_restored") == 1
+
+
+def test_a_restoration_interrupted_before_its_write_is_recorded_once(monkeypatch, project, workspace):
+    run(project, workspace, "intent: goal ship it")
+    with open(guard(workspace), "wb") as fh:
+        fh.write(b"{}\n")  # a takeover
+
+    def interrupted(step):
+        if step == "rename":
+            raise OSError(5, "interrupted")
+
+    monkeypatch.setattr(provider.guard_dir, "_between", interrupted)
+    with pytest.raises(Exception) as failed:
+        with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+            provider.refresh(tx, workspace=workspace, env={})
+    assert getattr(failed.value, "code", None) == "PROVIDER_WRITE_FAILED"
+    monkeypatch.undo()
+    with open(guard(workspace), "rb") as fh:
+        assert fh.read() == b"{}\n"
+    with open(project.ledger, "rb") as fh:
+        assert fh.read().count(b'"contract_restored"') == 1  # recorded before the write failed
+    for _ in range(2):
+        with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+            result = provider.refresh(tx, workspace=workspace, env={})
+    with open(project.ledger, "rb") as fh:
+        assert fh.read().count(b'"contract_restored"') == 1
+    assert result["action"] == "unchanged"
+    state = reading.load_verified(project, REDUCER).state
+    assert provider.plan_refresh(state, workspace=workspace, env={}, paths=project).action == "unchanged"
+    with open(guard(workspace), "wb") as fh:  # the same bytes again, after the restoration finished
+        fh.write(b"{}\n")
+    with transaction.Transaction(project, REDUCER, deadline=time.monotonic() + 10) as tx:
+        assert provider.refresh(tx, workspace=workspace, env={})["action"] == "restored"
+    with open(project.ledger, "rb") as fh:
+        assert fh.read().count(b'"contract_restored"') == 2

@@ -168,6 +168,7 @@ def _owning_task(doc, state):
 RECORD_NAME = "guard-file.json"
 KEPT_DIR = "guard-replaced"
 KEEP_CAP = 262_144  # the replaced bytes kept under the data root, at most Guard's own size limit
+KEPT_TOTAL_CAP, KEPT_FILES_CAP = 4 << 20, 32  # the whole store: beyond either, the oldest go
 _RECORD_CAP = 1 << 20
 _RECORD_KEYS = {"contract_ref": str, "contract_version": int, "snapshot_sha256": str, "file_sha256": str}
 
@@ -176,44 +177,86 @@ def _record_file(paths):
     return fast_os.path.join(paths.dir, RECORD_NAME)
 
 
-def _read_records(paths):
+def read_records(paths):
+    """{path: entry} of the record, or None when there is none or it cannot be read (the ledger
+    decides then: guard/takeover.derived_record)."""
     from intent_loop.errors import IntentLoopError
     from intent_loop.storage.paths import read_capped
 
     try:
         data = read_capped(_record_file(paths), _RECORD_CAP)
     except (IntentLoopError, OSError):
-        return {}
+        return None
     doc = parse_loosely(data) if data is not None else None
     files = doc.get("files") if isinstance(doc, dict) else None
-    return files if isinstance(files, dict) else {}
+    return files if isinstance(files, dict) else None
 
 
-def read_record(paths, path):
-    """What we last wrote at `path` ({contract_ref, contract_version, snapshot_sha256,
-    file_sha256}), or None: we never wrote there, or withdrew our file since."""
-    entry = _read_records(paths).get(path)
+def _read_records(paths):
+    return read_records(paths) or {}
+
+
+def entry_of(files, path):
+    entry = files.get(path)
     if not isinstance(entry, dict) or set(entry) != set(_RECORD_KEYS) \
             or not all(type(entry[k]) is t for k, t in _RECORD_KEYS.items()):
         return None
     return entry
 
 
-def write_record(paths, path, entry):
-    """Remember what we wrote at `path` (None: forget it: the path is the user's again)."""
+def read_record(paths, path):
+    """What we last wrote at `path` ({contract_ref, contract_version, snapshot_sha256,
+    file_sha256}), or None: we never wrote there, or withdrew our file since."""
+    return entry_of(_read_records(paths), path)
+
+
+def held_record(paths, path, state):
+    """What we last wrote at `path` (read_record), or, with no readable record at all,
+    the entry the ledger implies (derived_record); None: the path is not ours."""
+    records = read_records(paths)
+    if records is not None:
+        return entry_of(records, path)
+    return derived_record(state)
+
+
+def derived_record(state):
+    """The record the ledger implies when there is none to read (a project published before it
+    existed, or one lost): the path is held when the task Guard gets is on and its latest
+    `contract_published` is no older than its last change by the user (an `intent: off`, a dropped
+    goal: no withdrawal followed it). The event names no path, so the path the refresh computes
+    (the current provider path) is the one held. Its file_sha256 is empty (the bytes are not in
+    the ledger): the file counts as ours only as a whole document at that ref, version and hash."""
+    task_id = state["last_change"]["task_id"]
+    task = state["tasks"].get(task_id) if task_id is not None else None
+    if task is None or task.get("guard_mode", task["mode"]) != "on":
+        return None
+    published = task.get("published")
+    if not published or not isinstance(published.get("published_at"), str) \
+            or published["published_at"] < task["changed_at"]:
+        return None
+    return {"contract_ref": f"intent:{task_id}", "contract_version": published["version"],
+            "snapshot_sha256": published["sha256"], "file_sha256": ""}
+
+
+def write_record(paths, path, entry, *, sync_later=None):
+    """Remember what we wrote at `path` (None: forget it: the path is the user's again).
+    `sync_later` (a hook before its answer): renamed into place now, synced by the job it is given
+    with the Guard file's own syncs; without it, written durably here."""
     from intent_loop.base.canonical import canonical_bytes
     from intent_loop.storage.atomic import replace_atomically
 
-    files = _read_records(paths)
-    if files.get(path) == entry or (entry is None and path not in files):
+    records = read_records(paths)
+    files = records or {}
+    if (entry is None and path not in files) or (records is not None and files.get(path) == entry):
         return
     if entry is None:
         files.pop(path, None)
     else:
         files[path] = entry
-    # atomic, not synced: a record lost to a crash leaves the file to read_file_state's ledger
-    # check (ours or not), which never overwrites a file it cannot prove ours
-    replace_atomically(_record_file(paths), canonical_bytes({"files": files}), durable=False)
+    target = _record_file(paths)
+    replace_atomically(target, canonical_bytes({"files": files}), durable=sync_later is None)
+    if sync_later is not None:
+        sync_later(lambda: _sync_kept(target))
 
 
 def keep_replaced(paths, data, *, sync_later=None):
@@ -230,6 +273,9 @@ def keep_replaced(paths, data, *, sync_later=None):
         replace_atomically(target, data[:KEEP_CAP], mode=0o600, durable=sync_later is None)
         if sync_later is not None:
             sync_later(lambda: _sync_kept(target))
+    from intent_loop.guard.takeover import prune_kept  # only a takeover keeps bytes
+
+    prune_kept(paths, keep=name)
     return name
 
 

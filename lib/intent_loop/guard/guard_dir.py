@@ -19,6 +19,8 @@ from intent_loop.storage.paths import read_at_most
 
 _DIR_FLAGS = fast_os.O_RDONLY | fast_os.O_DIRECTORY | fast_os.O_NOFOLLOW | getattr(posix, "O_CLOEXEC", 0)
 GITIGNORE_NAME = ".gitignore"
+TEMP_SCAN_LIMIT = 256  # entries clean_temps looks at, at most
+ASIDE = ".replaced-"  # what stood at a path we hold is renamed to <name>.replaced-<8 hex>
 
 
 def _between(step):
@@ -59,24 +61,31 @@ def _below(directory, root):
     return root, (None if any(p in (".", "..") for p in parts) else parts)
 
 
-def linked_part(path, project_root):
-    """The first directory on the way from the project root to `path` (as Guard names it) that is
-    a symbolic link, or None: a folder of a path we hold replaced by a link is a takeover."""
+def obstacle(path, project_root):
+    """What stands in the way of the Guard file at `path` (as Guard names it), or None: ("link",
+    name) for a folder on the way that is a symbolic link, ("not_directory", name) for one that is a
+    file or another non-directory, ("directory", name) for a directory at the file's own name. At a
+    path we hold each is a takeover (issue 33, findings 3)."""
     try:
         root, parts = _lexical_parts(path, project_root)
-        if not parts:
+        if parts is None:
             return None
         fd = posix.open(root, _DIR_FLAGS)
     except OSError:
         return None
     try:
         for part in parts:
-            st = posix.stat(part, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                return part
+            mode = posix.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                return "link", part
+            if not stat.S_ISDIR(mode):
+                return "not_directory", part
             child = posix.open(part, _DIR_FLAGS, dir_fd=fd)
             fast_os.close(fd)
             fd = child
+        name = fast_os.path.basename(path)
+        if stat.S_ISDIR(posix.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            return "directory", name
     except OSError:
         return None
     finally:
@@ -185,23 +194,61 @@ class GuardDir:
 
         return sync
 
-    def clean_temps(self):
+    def clean_temps(self, limit=TEMP_SCAN_LIMIT):
         """Remove temp files a killed writer of ours left here (by our name pattern only; the
-        caller holds the project lock, so none of them is being written)."""
+        caller holds the project lock, so none of them is being written). At most `limit` entries
+        are looked at: a directory flooded with names costs one bounded scan, never a listing of
+        all of them (each refresh clears what it meets)."""
+        removed = 0
         try:
-            names = posix.listdir(self.fd)
+            entries = posix.scandir(self.fd)
         except OSError:
             return 0
-        removed = 0
-        for entry in names:
-            if is_temp_name_for(entry, self.name):
-                try:
-                    if stat.S_ISREG(posix.stat(entry, dir_fd=self.fd, follow_symlinks=False).st_mode):
-                        posix.unlink(entry, dir_fd=self.fd)
-                        removed += 1
-                except OSError:
-                    pass
+        with entries:
+            for seen, entry in enumerate(entries):
+                if seen >= limit:
+                    break
+                if is_temp_name_for(entry.name, self.name):
+                    try:
+                        if entry.is_file(follow_symlinks=False):
+                            posix.unlink(entry.name, dir_fd=self.fd)
+                            removed += 1
+                    except OSError:
+                        pass
         return removed
+
+    def clean_later(self):
+        """clean_temps as a job for after the answer, on a descriptor of its own (still under the lock)."""
+        directory = GuardDir(posix.dup(self.fd), self.name)
+
+        def clean():
+            with directory:
+                directory.clean_temps()
+
+        return clean
+
+    def move_aside(self, aside):
+        """Rename a directory standing at the file's name to `aside` in the same directory (its
+        content stays as it is: never deleted); whether one was moved."""
+        try:
+            mode = posix.stat(self.name, dir_fd=self.fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISDIR(mode):
+            return False
+        _rename_aside(self.fd, self.name, aside)
+        return True
+
+
+def _rename_aside(fd, name, aside):
+    """renameat within one directory, never over something that is there."""
+    try:
+        posix.stat(aside, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        _between("aside")
+        posix.rename(name, aside, src_dir_fd=fd, dst_dir_fd=fd)
+        return
+    raise FileExistsError(errno.EEXIST, "a file is already at the name to move it to", aside)
 
 
 def _fsync_directory(fd):
@@ -210,12 +257,13 @@ def _fsync_directory(fd):
     platform.SYNCS["directory"] += 1
 
 
-def open_guard_dir(path, project_root, *, create=False, gitignore=b"", relink=False):
+def open_guard_dir(path, project_root, *, create=False, gitignore=b"", relink=False, aside=None):
     """The Guard file's directory, walked from the project root (see the module docstring), or
     None when it does not exist and `create` is false. Raises PROVIDER_PATH_OUTSIDE when it lies
     outside the project, PROVIDER_PATH_FOREIGN when a component is a link or not a directory.
     `relink` (a takeover of a path we hold): a link met on the way, as Guard names the path, is
-    removed (the link itself, never what it points to) and a real directory made in its place."""
+    removed (the link itself, never what it points to) and a real directory made in its place;
+    another non-directory there (a file) is renamed to `<its name><aside>` beside it, never removed."""
     try:
         root, parts = (_lexical_parts if relink else relative_parts)(path, project_root)
     except OSError as exc:  # a link swapped while realpath read it
@@ -238,11 +286,14 @@ def open_guard_dir(path, project_root, *, create=False, gitignore=b"", relink=Fa
                 if missing and not create:
                     fast_os.close(fd)
                     return None
-                if not missing and not (relink and _is_link(fd, part)):  # Linux: ENOTDIR, not ELOOP
+                kind = None if missing or not relink else _kind(fd, part)  # Linux: ENOTDIR, not ELOOP
+                if not missing and kind not in ("link", "other"):
                     raise
-                if not missing:
+                if kind == "link":
                     _between("relink")
                     posix.unlink(part, dir_fd=fd)  # a link: unlinkat removes the link itself
+                elif kind == "other":
+                    _rename_aside(fd, part, part + (aside or ASIDE + fast_os.urandom(4).hex()))
                 _make_directory(fd, part)
                 created = index == len(parts) - 1
                 child = posix.open(part, _DIR_FLAGS, dir_fd=fd)
@@ -264,11 +315,13 @@ def open_guard_dir(path, project_root, *, create=False, gitignore=b"", relink=Fa
     return guard_dir
 
 
-def _is_link(fd, part):
+def _kind(fd, part):
+    """"link", "other" (not a directory) or None (a directory, or nothing) for a name in `fd`."""
     try:
-        return stat.S_ISLNK(posix.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+        mode = posix.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
     except OSError:
-        return False
+        return None
+    return "link" if stat.S_ISLNK(mode) else None if stat.S_ISDIR(mode) else "other"
 
 
 def _make_directory(fd, part):
@@ -289,3 +342,21 @@ def _write_gitignore(guard_dir, data):
                               f"cannot write {GITIGNORE_NAME}: {exc.strerror}") from exc
     finally:
         ignore.fd = None  # borrowed
+
+
+def directory_problem(path):
+    """Why the Guard file's directory may not be written through (it is a link or not a directory:
+    the write would go wherever it points), or None when it is a directory or missing."""
+    directory = fast_os.path.dirname(path)
+    try:
+        st = fast_os.lstat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # not a link or a file on the way: the walk's
+            return None                                     # own error says why (PROVIDER_WRITE_FAILED)
+        return f"{directory} cannot be examined ({exc.strerror}); nothing is written"
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+    return f"{directory} is {kind}; intent-loop writes nothing through it (Guard still reads {path})"

@@ -5,8 +5,6 @@ recorded as a `contract_published` event under the project lock, and the file is
 that lock is still held, so concurrent hooks, restarts and deleted caches can never reuse or
 skip a version, and the file on disk never goes back to an older one.
 """
-import errno
-import stat
 import time
 
 from intent_loop.base import fast_os
@@ -142,7 +140,7 @@ class Publication:
     """
 
     __slots__ = ("action", "path", "task_id", "version", "sha256", "reason", "draft", "document", "remove", "code",
-                 "repaired", "restored", "kept", "root", "paths", "record", "replaced", "note")
+                 "repaired", "restored", "kept", "root", "paths", "record", "replaced", "note", "aside", "moved")
 
     @property
     def drafts(self):
@@ -157,6 +155,7 @@ class Publication:
         # a takeover (what was found, where its bytes are kept); where the file and the record of
         # what we wrote there live (the record's new entry, or False to forget it)
         self.restored = self.kept = self.root = self.paths = self.record = self.replaced = self.note = None
+        self.aside = self.moved = None  # what stood in the way: the suffix it was renamed with, and where
 
     @property
     def writes(self):
@@ -165,7 +164,7 @@ class Publication:
 
     def as_dict(self):
         return {k: getattr(self, k) for k in ("action", "path", "task_id", "version", "sha256", "reason", "code",
-                                              "repaired", "restored", "kept") if getattr(self, k) is not None}
+                                              "repaired", "restored", "kept", "moved") if getattr(self, k) is not None}
 
 
 def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
@@ -176,22 +175,23 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
     `paths`: the project's data paths, where the record of what we last wrote at the path is
     kept (without them a takeover is not recognised: read-only callers that have none)."""
     path, outside = guard_file(cwd or workspace, env, project_root=workspace)
-    record = file_state.read_record(paths, path) if paths is not None else None
-    linked = record is not None and guard_dir.linked_part(path, workspace) is not None  # a takeover too
+    record = file_state.held_record(paths, path, state) if paths is not None else None
+    blocked = guard_dir.obstacle(path, workspace) if record is not None else None  # a link, a file, a directory
+    linked = blocked is not None
     if outside is not None and not linked:
         return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
-    not_a_directory = None if linked else directory_problem(path)
+    not_a_directory = None if linked else guard_dir.directory_problem(path)
     if not_a_directory is not None:
         return Publication("error", path, reason=not_a_directory, code=ErrorCode.PROVIDER_PATH_FOREIGN)
     try:
-        data, why = (None, "a folder on its way is a link") if linked else _read_at(path, workspace)
+        data, why = (None, f"{blocked[1]} is in the way") if linked else _read_at(path, workspace)
     except IntentLoopError as exc:
         return Publication("error", path, reason=exc.message, code=exc.code)
     if why == "a directory" and record is not None:  # a rename cannot replace it: told, never recorded
         return Publication("error", path, reason=f"a directory stands at {path}, where Guard reads its contract; "
                            "intent-loop does not remove it", code=ErrorCode.PROVIDER_PATH_FOREIGN)
     current = file_state.classify_bytes(data, why, state)
-    taken = "link" if linked else None if record is None else file_state.takeover_kind(
+    taken = blocked[0] if linked else None if record is None else file_state.takeover_kind(
         record, data, current, file_sha256=None if data is None else sha256_hex(data))
     task_id, reason = select_task(state)
     if taken is not None and file_state.is_current_publication(current, state, task_id):
@@ -216,7 +216,7 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
         publication.replaced = data if taken_over else None
     else:
         publication = _plan_publish(path, current, state, state["tasks"][task_id], projection, now,
-                                    taken=taken, data=data)
+                                    taken=taken, data=data, blocked=blocked, workspace=workspace, paths=paths)
     publication.root, publication.paths = workspace, paths
     if paths is not None:
         file_state.plan_record(publication, record, data, current)
@@ -232,7 +232,8 @@ def _read_at(path, workspace):
         return directory.read(file_state.OWN_FILE_READ_CAP)
 
 
-def _plan_publish(path, current, state, task, projection, now, *, taken=None, data=None):
+def _plan_publish(path, current, state, task, projection, now, *, taken=None, data=None, blocked=None,
+                  workspace=None, paths=None):
     task_id = task["task_id"]
     digest = document.projection_sha256(projection)
     published = task.get("published")
@@ -265,7 +266,12 @@ def _plan_publish(path, current, state, task, projection, now, *, taken=None, da
             f"{enforced}: the contract would be {len(rendered) / 1024:.0f} KiB > "
             f"{contract_file.MAX_DOCUMENT_BYTES // 1024} KiB; drop or shorten claims"), **known)
     if taken is not None:
-        return _plan_restore(path, taken, data, rendered, refs, is_new=is_new, **known)
+        from intent_loop.guard import takeover  # only for a takeover
+
+        return takeover.plan_restore(Publication, path, taken, data, rendered, blocked=blocked, workspace=workspace,
+                                     paths=paths,
+                                     draft=_published_draft(task_id, version, digest, refs) if is_new else None,
+                                     **known)
     if current["kind"] == "foreign":
         return Publication("foreign", path, reason=foreign_reason(path, current), **known)
     repaired = f"repaired the Guard file: it was {current['damage']}" if current.get("damage") else None
@@ -285,42 +291,9 @@ def _published_draft(task_id, version, digest, refs, **extra):
         "source_message_refs": refs}, **extra))
 
 
-def _plan_restore(path, taken, data, rendered, refs, *, is_new, task_id, version, sha256):
-    """A takeover of the path we hold: our publication goes back (the same version, or the next
-    when the file reused it or the contract changed meanwhile: then a `contract_published` too),
-    recorded as a `contract_restored` naming what was found and where its bytes are kept."""
-    kept = file_state.kept_name(data) if data is not None else None
-    publication = Publication("restored", path, draft=_published_draft(task_id, version, sha256, refs) if is_new
-                              else None, document=rendered, task_id=task_id, version=version, sha256=sha256)
-    publication.restored, publication.kept, publication.replaced = taken, kept, data
-    publication.note = Draft("contract_restored", task_id, "system", {
-        "contract_ref": f"intent:{task_id}", "contract_version": version, "snapshot_sha256": sha256,
-        "found": taken, "replaced_bytes": len(data) if data is not None else 0,
-        "replaced_sha256": sha256_hex(data) if data is not None else None, "kept": kept})
-    return publication
-
-
 def foreign_reason(path, current):
     """The true words for a file we must not overwrite."""
     return f"a file intent-loop did not write is at {path}; Guard reads that one ({current.get('why', 'not ours')})"
-
-
-def directory_problem(path):
-    """Why the Guard file's directory may not be written through (it is a link or not a directory:
-    the write would go wherever it points), or None when it is a directory or missing."""
-    directory = fast_os.path.dirname(path)
-    try:
-        st = fast_os.lstat(directory)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # not a link or a file on the way: the walk's
-            return None                                     # own error says why (PROVIDER_WRITE_FAILED)
-        return f"{directory} cannot be examined ({exc.strerror}); nothing is written"
-    if stat.S_ISDIR(st.st_mode):
-        return None
-    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
-    return f"{directory} is {kind}; intent-loop writes nothing through it (Guard still reads {path})"
 
 
 def apply_file(publication, *, sync_later=None):
@@ -333,15 +306,23 @@ def apply_file(publication, *, sync_later=None):
     under the data root before they are replaced."""
     root = publication.root or fast_os.path.dirname(fast_os.path.dirname(publication.path))
     if publication.remove or publication.document is not None:
+        pending = publication.restored is not None and publication.paths is not None
+        if pending:  # recorded before it is carried out: an interrupted one is not recorded twice
+            from intent_loop.guard import takeover
+
+            takeover.note_pending(publication)
         try:
             _carry_out(publication, root, sync_later)
+            if pending:
+                takeover.note_pending(publication, done=True)
         except OSError as exc:
             raise IntentLoopError(ErrorCode.PROVIDER_WRITE_FAILED,
                                   f"cannot write {publication.path}: {exc.strerror}; the next refresh writes it again"
                                   ) from exc
     if publication.paths is not None and publication.record is not None:
         try:
-            file_state.write_record(publication.paths, publication.path, publication.record or None)
+            file_state.write_record(publication.paths, publication.path, publication.record or None,
+                                    sync_later=sync_later)
         except (IntentLoopError, OSError):
             if publication.record is False:  # a path we could not let go of would be taken back later
                 raise
@@ -350,11 +331,17 @@ def apply_file(publication, *, sync_later=None):
 
 def _carry_out(publication, root, sync_later):
     directory = guard_dir.open_guard_dir(publication.path, root, create=publication.document is not None,
-                                         gitignore=GITIGNORE, relink=publication.restored == "link")
+                                         gitignore=GITIGNORE, aside=publication.aside,
+                                         relink=publication.restored in ("link", "not_directory"))
     if directory is None:  # nothing to withdraw
         return
     with directory:
-        directory.clean_temps()
+        if publication.restored == "directory":  # moved aside whole (renameat), never deleted
+            directory.move_aside(directory.name + publication.aside)
+        if sync_later is None:
+            directory.clean_temps()
+        else:  # a flooded directory never delays the answer: after it, still under the lock
+            sync_later(directory.clean_later())
         if publication.replaced is not None and publication.paths is not None:
             file_state.keep_replaced(publication.paths, publication.replaced, sync_later=sync_later)
         if publication.remove:

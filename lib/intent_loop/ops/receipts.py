@@ -128,7 +128,7 @@ def guard_text(publication):
     if action == "published":
         return f"Guard contract v{publication.get('version')}"
     if action == "restored":
-        return restored_text(publication.get("restored"), publication.get("version"))
+        return restored_text(publication.get("restored"), publication.get("version"), publication.get("moved"))
     if action == "rewritten":  # the same version, its file written again (after `intent: on`, a repair)
         why = f" ({publication['repaired']})" if publication.get("repaired") else ""
         return f"Guard contract v{publication.get('version')} rewritten{why}"
@@ -169,18 +169,21 @@ TAKEOVERS = {"missing": "it was deleted", "emptied": "it was emptied",
              "same_version": "it held other rules under our version number",
              "other_version": "it held another version of our contract", "other_ref": "it held another contract",
              "lite": "it held a TaskContractLite", "other": "it held something else",
-             "link": "a folder on its way was replaced by a link"}
+             "link": "a folder on its way was replaced by a link",
+             "directory": "a directory stood at its name", "not_directory": "a file stood where its folder is"}
 
 
 _RESTORED_HEAD = "the Guard file was changed outside intent-loop"
 
 
-def restored_text(found, version):
+def restored_text(found, version, moved=None):
     """The words for a restored Guard file (issue 33): they say what happened without accusing
-    anyone, and the supported ways to change the rules."""
+    anyone, where what stood in the way was moved (`moved`, relative to the project), and the
+    supported ways to change the rules."""
     what = TAKEOVERS.get(found, "it was changed")
-    return (f"{_RESTORED_HEAD} (by the agent or by hand; {what}); restored v{version}. "
-            "The replaced file is kept in intent-loop's data folder (`intent-loop log` names it). Change rules "
+    aside = f"What stood there was moved, as it was, to {moved}." if isinstance(moved, str) and moved else \
+        "The replaced file is kept in intent-loop's data folder (`intent-loop log` names it)."
+    return (f"{_RESTORED_HEAD} (by the agent or by hand; {what}); restored v{version}. {aside} Change rules "
             "with `intent:` lines (`intent: forbid ...`, `intent: allow ...`); `intent: off` leaves the Guard file "
             "to you")
 
@@ -189,6 +192,8 @@ def restored_history(payload, task):
     """`intent-loop history`'s words for a `contract_restored` event."""
     kept = f"; the replaced bytes are kept at <data root>/projects/<project>/{payload['kept']}" \
         if payload.get("kept") else ""
+    if isinstance(payload.get("moved_aside"), str):
+        kept += f"; what stood there was moved to {payload['moved_aside']}"
     return (f"the Guard file was changed outside intent-loop ({TAKEOVERS.get(payload.get('found'), 'changed')}); "
             f"restored v{payload.get('contract_version')} (task {task}){kept}")
 
@@ -217,7 +222,8 @@ def guard_news(result):
     if not isinstance(result, dict):
         return None
     if result.get("action") == "restored" and result.get("restored") in TAKEOVERS:
-        return {"restored": result["restored"], "version": result.get("version")}
+        news = {"restored": result["restored"], "version": result.get("version")}
+        return dict(news, moved=result["moved"]) if isinstance(result.get("moved"), str) else news
     repaired = result.get("repaired") or ""
     shape = next((d for d in DAMAGES if repaired.endswith(d)), None)
     if shape is not None and result.get("action") in ("rewritten", "published"):
@@ -234,7 +240,7 @@ def guard_news_text(news):
     if not isinstance(news, dict):
         return None
     if news.get("restored") in TAKEOVERS and type(news.get("version")) is int:
-        return restored_text(news["restored"], news["version"])
+        return restored_text(news["restored"], news["version"], news.get("moved"))
     if news.get("repaired") in DAMAGES and type(news.get("version")) is int:
         return f"repaired the Guard file (it was {news['repaired']}); Guard contract v{news['version']}"
     code = news.get("code")
