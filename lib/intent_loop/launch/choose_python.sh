@@ -1,3 +1,7 @@
+# shellcheck disable=SC1007,SC2015,SC2034,SC2086,SC2154,SC3013
+# (The directive: the variables are set by the file that sources this one; `a= b=` empties several
+# at once; the unquoted expansions split on IFS=newline under `set -f` on purpose; dash, bash and
+# macOS's sh all have `[ -nt ]`.)
 # intent-loop: what the launchers read only off the common path (POSIX sh): choosing a Python 3.11+
 # by the location rules when no recorded interpreter passes, and saying why none runs. find_python.sh,
 # sourced on every run, stays small since the shell parses all it reads. hooks/intent-loop sources this

@@ -1,3 +1,7 @@
+# shellcheck disable=SC1007,SC2015,SC2034,SC2086,SC2154,SC3013
+# (The directive: the variables are set by the file that sources this one; `a= b=` empties several
+# at once; the unquoted expansions split on IFS=newline under `set -f` on purpose; dash, bash and
+# macOS's sh all have `[ -nt ]`.)
 # intent-loop: the Python 3.11+ that runs it, for both launchers (POSIX sh, sourced): what every run
 # needs, the agent's places and the re-check of the recorded interpreter by the location rules
 # (stated in choose_python.sh, which is read only when no record passes, or to say why none runs).

@@ -1,7 +1,10 @@
 #!/bin/sh
 # intent-loop @NAME@: this /bin/sh launcher is followed by a shiv zip (README: "Binaries").
+# shellcheck disable=SC1003,SC1007,SC2015,SC2016,SC2034,SC2086,SC2154,SC3013
 py="${INTENT_LOOP_PYTHON:-@PYTHON@}"
-# build.py fills in the @...@ values and drops the comment lines below this one. Variables are
+# build.py fills in the @...@ values and drops the comment lines below this one (it keeps the three
+# above: shellcheck's directive, for the same reasons as in find_python.sh, covers the embedded code;
+# SC1003 and SC2016: the Python and sh code it embeds is single-quoted on purpose). Variables are
 # lower case so that none of them is a variable of the environment Codex passes on.
 # is_hook is 1 for the three hooks and empty for the command line.
 is_hook=@IS_HOOK@
