@@ -195,7 +195,8 @@ PLUGIN_DESCRIPTION = "intent-loop: records the user's `intent:` commands and pub
 
 def launcher_prefix(binary, *, build_id, python):
     """The /bin/sh prefix of one binary: launch/launcher.sh with its @VALUES@ filled in, its comment
-    lines (after the first three: the shebang, what it is, shellcheck's file-wide directive) dropped, and the Python launchers embedded as `-c` code."""
+    lines (after the first three: the shebang, what it is, shellcheck's file-wide directive) dropped,
+    and the Python launchers embedded as `-c` code."""
     lines = (LAUNCH / "launcher.sh").read_text().splitlines(keepends=True)
     text = "".join(lines[:3] + [line for line in lines[3:] if not line.lstrip().startswith("#")])
     hook = "is_hook=True" if binary.is_hook else "is_hook=False"
