@@ -13,6 +13,8 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
 
+from mock_model import request_body  # this folder is sys.path[0], whether run as a script or imported
+
 
 class GitHandler(BaseHTTPRequestHandler):
     root = "."
@@ -26,22 +28,9 @@ class GitHandler(BaseHTTPRequestHandler):
     def log_message(self, *_args):
         pass
 
-    def _body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
     def _backend(self):
         path, _, query = self.path.partition("?")
-        body = self._body() if self.command == "POST" else b""
+        body = request_body(self.headers, self.rfile) if self.command == "POST" else b""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_PROJECT_ROOT": self.root,
                "GIT_HTTP_EXPORT_ALL": "1", "REQUEST_METHOD": self.command, "PATH_INFO": unquote(path),
                "QUERY_STRING": query, "CONTENT_TYPE": self.headers.get("Content-Type", ""),

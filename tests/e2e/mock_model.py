@@ -53,6 +53,24 @@ def function_outputs(body):
             if isinstance(item, dict) and item.get("type") == "function_call_output"}
 
 
+
+def request_body(headers, rfile):
+    """An HTTP/1.1 request's body: Content-Length bytes, or a chunked body (git and Codex send both)."""
+    length = int(headers.get("Content-Length") or 0)
+    if length:
+        return rfile.read(length)
+    if headers.get("Transfer-Encoding", "").lower() != "chunked":
+        return b""
+    chunks = []
+    while True:
+        size = int(rfile.readline().split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            while rfile.readline() not in (b"\r\n", b"\n", b""):  # the trailer
+                pass
+            return b"".join(chunks)
+        chunks.append(rfile.read(size))
+        rfile.readline()
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "intent-loop-mock-model/1"
@@ -61,21 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _read_body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            return self.rfile.read(length)
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            return b"".join(chunks)
-        return b""
+        return request_body(self.headers, self.rfile)
 
     def _record(self, body):
         try:

@@ -12,17 +12,13 @@ import time
 
 import pytest
 
+from helpers.typed_commands import typed_runner
 from intent_loop.errors import IntentLoopError
 from intent_loop.guard import guard_dir, provider
-from intent_loop.intent import prompt_commands
 from intent_loop.intent.state import ProjectReducer
-from intent_loop.ops import apply_commands
 from intent_loop.storage import transaction
-from intent_loop.storage.paths import session_hash
 
 REDUCER = ProjectReducer()
-SESSION = session_hash("swap-session")
-_n = [0]
 
 
 @pytest.fixture(autouse=True)
@@ -31,12 +27,7 @@ def _env(monkeypatch, tmp_path):
     monkeypatch.delenv("EFG_CONTRACT_PATH", raising=False)
 
 
-def run(project, workspace, prompt):
-    _n[0] += 1
-    return apply_commands.run_commands(
-        project, commands=prompt_commands.parse_prompt(prompt), session_hash=SESSION,
-        source_ref={"kind": "user_event", "event_id": f"swap-{_n[0]}"}, request_id=f"swap-{_n[0]}",
-        deadline=time.monotonic() + 20, workspace=workspace, env={})
+run = typed_runner("swap-session")
 
 
 def refresh(project, workspace):
@@ -243,11 +234,7 @@ def test_a_nested_efg_contract_path_is_walked_component_by_component(monkeypatch
     before = tree_hashes(os.path.dirname(other))
 
     def publish(prompt):
-        _n[0] += 1
-        return apply_commands.run_commands(
-            project, commands=prompt_commands.parse_prompt(prompt), session_hash=SESSION,
-            source_ref={"kind": "user_event", "event_id": f"nested-{_n[0]}"}, request_id=f"nested-{_n[0]}",
-            deadline=time.monotonic() + 20, workspace=workspace, env=env).publication
+        return run(project, workspace, prompt, env=env).publication
 
     assert publish("intent: goal ship the parser")["action"] == "published"
     target = os.path.join(workspace, "a") if swapped == "upper" else os.path.join(workspace, "a", "b")

@@ -5,16 +5,12 @@ import time
 
 import pytest
 
+from helpers.typed_commands import typed_runner
 from intent_loop.guard import document, provider
-from intent_loop.intent import prompt_commands
 from intent_loop.intent.state import ProjectReducer
-from intent_loop.ops import apply_commands
 from intent_loop.storage import reading, transaction
-from intent_loop.storage.paths import session_hash
 
 REDUCER = ProjectReducer()
-SESSION = session_hash("rule-session")
-_n = [0]
 
 
 @pytest.fixture(autouse=True)
@@ -23,12 +19,7 @@ def _env(monkeypatch, tmp_path):
     monkeypatch.delenv("EFG_CONTRACT_PATH", raising=False)
 
 
-def run(project, workspace, prompt):
-    _n[0] += 1
-    return apply_commands.run_commands(
-        project, commands=prompt_commands.parse_prompt(prompt), session_hash=SESSION,
-        source_ref={"kind": "user_event", "event_id": f"rule-{_n[0]}"}, request_id=f"rule-{_n[0]}",
-        deadline=time.monotonic() + 20, workspace=workspace, env={})
+run = typed_runner("rule-session")
 
 
 def guard(workspace):
