@@ -34,7 +34,10 @@ def test_the_kept_bytes_store_keeps_the_newest_within_its_cap(tmp_path):
     takeover.prune_kept(paths)
     left = sorted(os.listdir(tmp_path / file_state.KEPT_DIR))
     assert left == sorted(os.path.basename(n) for n in names[-file_state.KEPT_FILES_CAP:])
-    big = [file_state.keep_replaced(paths, bytes([i]) * file_state.KEEP_CAP) for i in range(20)]
+    big = []
+    for index in range(20):  # as provider.apply_file does: keep, then hold the store to its caps
+        big.append(file_state.keep_replaced(paths, bytes([index]) * file_state.KEEP_CAP))
+        takeover.prune_kept(paths, keep=big[-1])
     total = sum(os.path.getsize(os.path.join(tmp_path, n)) for n in
                 (f"{file_state.KEPT_DIR}/{e}" for e in os.listdir(tmp_path / file_state.KEPT_DIR)))
     assert total <= file_state.KEPT_TOTAL_CAP

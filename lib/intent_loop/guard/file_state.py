@@ -273,10 +273,7 @@ def keep_replaced(paths, data, *, sync_later=None):
         replace_atomically(target, data[:KEEP_CAP], mode=0o600, durable=sync_later is None)
         if sync_later is not None:
             sync_later(lambda: _sync_kept(target))
-    from intent_loop.guard.takeover import prune_kept  # only a takeover keeps bytes
-
-    prune_kept(paths, keep=name)
-    return name
+    return name  # the caller holds the store to its caps (guard/takeover.prune_kept)
 
 
 def _sync_kept(target):
