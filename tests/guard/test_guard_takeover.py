@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,11 @@ pytestmark = requires_dist
 env = hook_binaries.env
 ws = hook_binaries.ws
 
-GUARD_LOADER = "/work/shared/efg-0.2.2/plugins/execution-fidelity-guard/src/contract.mjs"
+# Guard 0.2.2 lies in shared/ beside the checkout (CI lays a copy there), else where this workplace keeps it
+_LOADER_IN_SHARED = "efg-0.2.2/plugins/execution-fidelity-guard/src/contract.mjs"
+GUARD_LOADER = next((str(place / _LOADER_IN_SHARED) for place in
+                     (Path(__file__).resolve().parents[3] / "shared", Path("/work/shared"))
+                     if (place / _LOADER_IN_SHARED).exists()), "/work/shared/" + _LOADER_IN_SHARED)
 _LOAD = """
 import { pathToFileURL } from "node:url";
 const { loadContract } = await import(pathToFileURL(process.argv[2]).href);
