@@ -42,7 +42,7 @@ def recorded_paths(paths):
     """The Guard paths the project's record says we last wrote (guard-file.json), sorted."""
     from intent_loop.guard import file_state
 
-    return sorted(p for p in file_state._read_records(paths) if isinstance(p, str) and os.path.isabs(p))
+    return sorted(p for p in (file_state.read_records(paths) or {}) if isinstance(p, str) and os.path.isabs(p))
 
 
 def _root_of(data_root_dir, project_id, guard_paths):
