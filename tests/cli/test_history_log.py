@@ -84,3 +84,25 @@ def test_log_reads_what_it_prints_not_the_whole_ledger(tmp_path, monkeypatch):
     assert rc == 0 and "25 prompts, 25 turns" in out
     assert len(verified) == 50
     assert json.loads(cli("log", "--json")[1])["entries"][0]["events"] == 50
+
+
+def test_every_claim_making_event_in_log_carries_the_ids_approve_and_drop_take(tmp_path):
+    """An exec user reads the ids `intent: approve` and `drop` take from `intent-loop log` (issue 34
+    item 8): every claim an event makes is named by its short id, however many it makes."""
+    from intent_loop.storage import reading
+
+    cli = make_cli(tmp_path)
+    _typed(cli, "intent: goal ship it\nintent: ask action:publish\nintent: forbid action:network\n"
+                "intent: must keep the API\nintent: must-not touch prod", 1)
+    task_id = cli.json("status")["newest_task"]
+    state = reading.load_verified(cli.project(), REDUCER).state
+    ask = next(cid for cid, r in state["tasks"][task_id]["claims"].items() if "publish" in r["claim"]["statement"])
+    _typed(cli, f"intent: approve {ask[:8]}\nintent: replace {ask[:8]} allow: action:publish", 2)
+    _typed(cli, "intent: done-when the tests pass", 3)
+    rc, text, err = cli("log", "-n", "200")
+    assert rc == 0, err
+    state = reading.load_verified(cli.project(), REDUCER).state
+    made = [claim_id for claim_id in state["tasks"][task_id]["claims"]]
+    assert len(made) >= 7
+    for claim_id in made:
+        assert f"[{claim_id[:8]}]" in text, (claim_id, text)

@@ -102,7 +102,9 @@ def describe(event):
         mode = f" ({payload['mode']})" if payload.get("mode", "on") != "on" else ""
         claims = payload.get("initial_claims", [])
         first = ", with " + "; ".join(_claim(c) for c in claims[:3]) if claims else ""
-        more = f" and {len(claims) - 3} more" if len(claims) > 3 else ""
+        # every claim's id, so `intent: drop` or `approve` can name it (the README sends exec users here)
+        more = f" and {len(claims) - 3} more: " + " ".join(f"[{c['claim_id'][:8]}]" for c in claims[3:]) \
+            if len(claims) > 3 else ""
         return f"{by} task {task}{label}{mode}{first}{more}"
     if etype == "claim_added":
         claim = payload["claim"]
@@ -115,7 +117,9 @@ def describe(event):
     if etype == "claim_invalidated":
         return f"{who} dropped [{payload['claim_id'][:8]}]"
     if etype == "graph_imported":
-        return f"{who} imported {len(payload.get('claims', []))} claims into task {task}"
+        ids = " ".join(f"[{c['claim_id'][:8]}]" for c in payload.get("claims", []) if isinstance(c, dict)
+                       and isinstance(c.get("claim_id"), str))
+        return f"{who} imported {len(payload.get('claims', []))} claims into task {task}" + (f": {ids}" if ids else "")
     if etype == "proposal_added":
         return f"the agent proposed {payload['statement']} [{payload['candidate_id'][:8]}] (not your words)"
     if etype == "candidate_added":
