@@ -49,8 +49,17 @@ PATH_MODULES = {
     # issue 33 item 3: a linked session's SessionStart refreshes the Guard file after its answer (a
     # takeover between sessions is restored before the first prompt): the after-answer child's
     # modules (hook/deferred, hook/pending_work: +2), as a prompt without commands already loads
-    "SessionStart resume": 40,
-    "prompt without commands": 37,
+    # issue 34: the view's header says what Guard enforces in this session: Guard's settings from the
+    # environment and its own record of the session (guard/enforcement, guard/efg_state: a listing
+    # and a small read), the Codex process's start time (base/host_process, moved out of
+    # hook/exposure), and the words (ops, ops/enforcement_words): +5
+    "SessionStart resume": 45,
+    # issue 34: this run is the session's first prompt after its SessionStart, which confirms what
+    # Guard enforces and tells the user once (+7: guard/enforcement, efg_state, ops/enforcement_words,
+    # the seen record's writer, the receipt line's hook/prompt_answer, and hook/telling, what the
+    # prompt paths tell, split from hook/handlers at the 400-line cap); a later prompt checks the
+    # told verdict only (guard/enforcement and hook/telling: 39)
+    "prompt without commands": 44,
     # issue 27: a command prompt forks a child to finish its transaction's derived work after the
     # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split
     # what each verb does (ops/verb_runner) from running them as one mutation (+1), and redact.py
@@ -61,6 +70,9 @@ PATH_MODULES = {
     # issue 33 item 8: the hook process forks at its transaction's write and answers with what the
     # child composes, so the modules loaded from the write on (storage.append, intent.state_cache:
     # -2) load in that child only (hook.deferred and the pending-work lock now load before the answer)
-    "prompt with two commands": 65,
+    # issue 34: the receipt's Guard line says what Guard enforces (guard/enforcement, +1) and each
+    # forbid, must-not or ask how strong it is (ops/enforcement_words, +1); the command path moved
+    # from hook/handlers to hook/command_prompt and what it tells to hook/telling at the 400-line cap (+1)
+    "prompt with two commands": 68,
     "Stop": 33,  # the Stop's recording and Guard refresh run after its answer (hook/turn_end.py)
 }

@@ -11,7 +11,7 @@ from helpers import hook_binaries
 from helpers.dist import requires_dist
 from helpers.hook_binaries import BINARIES, DIST, fixture, hook, prompt_payload
 from intent_loop.hook import exposure
-from intent_loop.ops.receipts import exposure_text
+from intent_loop.ops.enforcement_words import exposure_text
 
 env = hook_binaries.env  # the fixtures, by the names the tests ask for
 ws = hook_binaries.ws

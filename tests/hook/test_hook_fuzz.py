@@ -129,7 +129,7 @@ def check_answer(event, out):
         hso = answer["hookSpecificOutput"]
         assert hso["hookEventName"] == event and isinstance(hso["additionalContext"], str)
     if "systemMessage" in answer:
-        assert event == "UserPromptSubmit" and isinstance(answer["systemMessage"], str)
+        assert event in ("UserPromptSubmit", "SessionStart") and isinstance(answer["systemMessage"], str)
     # exactly one JSON object: json.loads above already refuses anything after it
     assert out.count(b'"continue"') == 1
 

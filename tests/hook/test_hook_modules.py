@@ -15,8 +15,14 @@ PRINT_MODULES = 'print("\\n@@" + repr(sorted(sys.modules)))'
 # rule and the hook runtime; no storage.atomic, transaction or lock (it writes nothing).
 UNLINKED_SESSION_START = (
     "intent_loop", "intent_loop.base", "intent_loop.base.canonical", "intent_loop.base.data_root",
-    "intent_loop.base.fast_os", "intent_loop.base.platform", "intent_loop.base.timestamps",
-    "intent_loop.errors", "intent_loop.hook", "intent_loop.hook.context",
+    "intent_loop.base.fast_os",
+    "intent_loop.base.host_process",  # the Codex process's start time and argv (issue 34; was in hook.exposure)
+    "intent_loop.base.platform", "intent_loop.base.timestamps",
+    "intent_loop.errors",
+    # issue 34: what Guard enforces in this session, said in the view's header (Guard's settings and
+    # records, guard/enforcement; its words, ops/enforcement_words): a listing and a small read
+    "intent_loop.guard", "intent_loop.guard.efg_state", "intent_loop.guard.enforcement",
+    "intent_loop.hook", "intent_loop.hook.context",
     "intent_loop.hook.exposure",  # the threat model's once-a-session check (issue 33): a few small reads
     "intent_loop.hook.handlers",
     "intent_loop.hook.runtime", "intent_loop.hook.seen_record",  # hook.prompt_answer: only for a notice
@@ -24,6 +30,7 @@ UNLINKED_SESSION_START = (
     "intent_loop.intent.claim_verbs", "intent_loop.intent.claims", "intent_loop.intent.continuity",
     "intent_loop.intent.event_types", "intent_loop.intent.private_mode", "intent_loop.intent.session_view",
     "intent_loop.intent.state", "intent_loop.intent.state_cache", "intent_loop.intent.views",
+    "intent_loop.ops", "intent_loop.ops.enforcement_words",
     "intent_loop.storage", "intent_loop.storage.cache", "intent_loop.storage.cache.cache_store",
     "intent_loop.storage.cache.chain_marker", "intent_loop.storage.cache.checkpoint",
     "intent_loop.storage.cache.lazy_map", "intent_loop.storage.ledger", "intent_loop.storage.line_hash",

@@ -13,6 +13,7 @@ from helpers.hook_binaries import DIST, events, fixture, hook, project_of, promp
 from helpers.mcp_client import McpServer
 from intent_loop.guard import contract_file
 from intent_loop.intent.state import REDUCER
+from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT, enforcement_explained, enforcement_header
 from intent_loop.storage import reading
 from intent_loop.storage.paths import session_hash
 
@@ -93,7 +94,10 @@ def test_the_first_prose_prompt_of_an_unlinked_session_adds_nothing_and_records_
     size = ledger_size(env, ws)
     started(env, ws, session="sess-B", source="clear")
     answer = typed(env, ws, "please go on", session="sess-B")
-    assert answer == {"continue": True}
+    # only what Guard enforces in this session, told once (issue 34): nothing of the task again
+    assert answer["hookSpecificOutput"]["additionalContext"] == "intent-loop: " + enforcement_header("not_installed")
+    assert answer["systemMessage"] == "intent-loop: " + enforcement_explained({"state": "not_installed"})
+    assert typed(env, ws, "and on", session="sess-B") == {"continue": True}
     assert ledger_size(env, ws) == size  # no observation: the session is not linked
     assert session_hash("sess-B") not in state_of(env, ws)["sessions"]
 
@@ -104,7 +108,7 @@ def test_a_typed_claim_in_a_new_session_joins_the_current_task_and_publishes_the
     assert guard_pair(ws) == (f"intent:{task_id}", 1)
     answer = typed(env, ws, "intent: must-not action:publish", session="sess-after-clear")
     message = answer["systemMessage"]
-    assert message.startswith("intent-loop: Guard contract v2; ")
+    assert message.startswith(f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
     assert f"joined the current task {task_id[:8]}" in message
     state = state_of(env, ws)
     assert len(state["tasks"]) == 1 and current(env, ws) == task_id
@@ -200,7 +204,8 @@ def test_intent_new_in_another_session_is_told_to_the_first_session_model_and_us
     task_b = current(env, ws)
     assert task_b != task_a
     answer = typed(env, ws, "go on", session="sess-A")
-    expected = f"Guard now enforces task {task_b[:8]}, changed in another session; `intent: resume {task_a[:8]}`"
+    expected = (f"Guard's contract now holds task {task_b[:8]}, changed in another session; "
+                f"`intent: resume {task_a[:8]}`")
     assert expected in answer["systemMessage"] and expected in context(answer)
     assert "write the docs" in context(answer)  # what Guard enforces is what the agent is told
     again = typed(env, ws, "and then", session="sess-A")
@@ -225,7 +230,7 @@ def test_a_claim_in_a_session_linked_to_an_older_task_makes_it_current_again_and
     task_b = current(env, ws)
     answer = typed(env, ws, "intent: must keep the API", session="sess-A")
     message = answer["systemMessage"]
-    assert message.startswith("intent-loop: Guard contract v2; ")
+    assert message.startswith(f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
     assert f"task {task_a[:8]} is current again" in message and task_b[:8] in message
     assert current(env, ws) == task_a and guard_pair(ws) == (f"intent:{task_a}", 2)
 
@@ -259,7 +264,7 @@ def test_an_upgraded_session_linked_to_an_older_task_is_told_at_most_once(env, w
             with open(path, "w") as fh:
                 json.dump(record, fh)
     first = typed(env, ws, "go on", session="sess-A")
-    assert "Guard now enforces task" in first["systemMessage"]
+    assert "Guard's contract now holds task" in first["systemMessage"]
     second = typed(env, ws, "go on again", session="sess-A")
     assert "systemMessage" not in second
 
@@ -268,9 +273,9 @@ def test_a_local_answer_tells_the_user_and_the_next_model_prompt_tells_the_model
     typed(env, ws, "intent: goal ship the parser", session="sess-A")
     typed(env, ws, "intent: new\nintent: goal write the docs", session="sess-B")
     local = typed(env, ws, "intent: show", session="sess-A")
-    assert "Guard now enforces task" in local["reason"]
+    assert "Guard's contract now holds task" in local["reason"]
     model = typed(env, ws, "go on", session="sess-A")
-    assert "Guard now enforces task" in context(model) and "systemMessage" not in model
+    assert "Guard's contract now holds task" in context(model) and "systemMessage" not in model
 
 
 def test_a_stop_in_an_unlinked_session_records_nothing(env, ws):

@@ -208,8 +208,16 @@ def test_doctor_reads_the_repository_plugins_trust_records_under_its_own_hooks_f
     source_copy(codex_home)
     enable(codex_home)
     assert "(0 of 3)" in doctor(base, workspace)["hooks_trusted"]["detail"]
+    config = (codex_home / "config.toml").read_text()
     with open(codex_home / "config.toml", "a") as fh:
         for event in ("session_start", "user_prompt_submit", "stop"):
             fh.write(f'\n[hooks.state."{PLUGIN_ID}:hooks.json:{event}:0:0"]\ntrusted_hash = "sha256:{"ab" * 32}"\n')
+    # `trusted_hash` alone: Codex 0.169.0 calls such a hook modified and skips it (issue 34)
+    assert "(0 of 3)" in doctor(base, workspace)["hooks_trusted"]["detail"]
+    with open(codex_home / "config.toml", "w") as fh:
+        fh.write(config)
+        for event in ("session_start", "user_prompt_submit", "stop"):
+            fh.write(f'\n[hooks.state."{PLUGIN_ID}:hooks.json:{event}:0:0"]\ntrusted_hash = "sha256:{"ab" * 32}"\n'
+                     f'trusted_content_hash = "sha256:{"cd" * 32}"\n')
     check = doctor(base, workspace)["hooks_trusted"]
     assert check["ok"] and f"{PLUGIN_ID} (3 of 3)" in check["detail"], check

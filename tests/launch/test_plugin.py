@@ -112,7 +112,8 @@ def trust(codex_home, keys):
     with open(codex_home / "config.toml", "a") as fh:
         fh.write("\n[hooks.state]\n")
         for key in keys:
-            fh.write(f'\n[hooks.state."{key}"]\ntrusted_hash = "sha256:{"ab" * 32}"\n')
+            fh.write(f'\n[hooks.state."{key}"]\ntrusted_hash = "sha256:{"ab" * 32}"\n'
+                     f'trusted_content_hash = "sha256:{"cd" * 32}"\n')
 
 
 @requires_dist

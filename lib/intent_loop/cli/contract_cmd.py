@@ -12,7 +12,7 @@ def register(subparsers):
     p = subparsers.add_parser("contract", help="the Guard provider document: show, validate, publish",
                               description="The contract intent-loop publishes for Execution Fidelity Guard.")
     sub = p.add_subparsers(dest="contract_command", metavar="ACTION")
-    s = sub.add_parser("show", help="which task Guard enforces, the contract's fields, hash, versions and file state",
+    s = sub.add_parser("show", help="which task Guard reads, the contract's fields, hash, versions and file state",
                        description="Which task the contract shows (or why none qualifies), its seven fields as Guard "
                                    "reads them, canonical hash, current and next version, the file state (bound, "
                                    "missing, stale, invalid, unrecorded, foreign) and the other tasks with claims, "

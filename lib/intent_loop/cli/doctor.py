@@ -48,7 +48,7 @@ def _codex_homes(env):
     return homes
 
 
-def _install_checks(env, root=None):
+def install_checks(env, root=None):
     """hooks_installed (either way: user-level hooks.json or the Codex plugin), duplicate_install
     (both ways in one Codex home: every hook runs twice) and hooks_trusted (what config.toml
     records of the user's trust), from Codex's files, read only."""
@@ -125,11 +125,39 @@ def _install_checks(env, root=None):
     return checks
 
 
+def _guard_check(console):
+    """What Guard enforces, as the hooks last saw it in this project (this terminal cannot see Codex's
+    EFG_MODE), and what Codex's files say of Guard's install. Only hooks that do not run fail: shadow,
+    off and no Guard are choices, told as what they are."""
+    from intent_loop.guard.efg_install import read_facts
+    from intent_loop.guard.enforcement import GUARD_HOOKS, reported
+    from intent_loop.ops.enforcement_words import TURN_ON, enforcement_summary
+
+    try:
+        seen = reported(current_project(console))
+    except IntentLoopError:
+        seen = None
+    installs = []
+    for home in _codex_homes(console.env):
+        facts = read_facts(home)
+        installs += [f"{p['id']} ({'enabled' if p['enabled'] else 'disabled'}, "
+                     f"{p['trusted']} of {GUARD_HOOKS} hooks trusted)" for p in facts["plugins"]]
+        if facts["user_hooks"]["handlers"]:
+            installs.append(f"user-level in {home} ({facts['user_hooks']['trusted']} of "
+                            f"{facts['user_hooks']['handlers']} hooks trusted)")
+    detail = enforcement_summary(seen) + "; installed: " + ("; ".join(installs) if installs else "none found")
+    state = (seen or {}).get("state")
+    next_action = {"not_running": "open /hooks in the Codex TUI and trust Guard's hooks (see the cause above)",
+                   "reminders": TURN_ON, "off": TURN_ON,
+                   "not_installed": "install Guard (README, Guard) for rules that block"}.get(state)
+    return _check("guard", state != "not_running", detail, next_action)
+
+
 def _sandbox_check(env, root, *, here):
     """The threat model's limits that a terminal can see (docs/security.md): config.toml's sandbox
     (a flag given to one Codex run is seen only by that run's hooks) and this folder's contents."""
     from intent_loop.hook import exposure
-    from intent_loop.ops.receipts import exposure_text
+    from intent_loop.ops.enforcement_words import exposure_text
 
     reasons = [exposure.UNSANDBOXED] if exposure.config_sandbox_mode(env) == exposure.FULL_ACCESS else []
     reasons += exposure.workspace_exposures(env, project_root=here, data_root=root)
@@ -265,9 +293,10 @@ def cmd_doctor(args, console):
                          "no other candidate root holds projects" if not others else
                          "other roots with projects: " + ", ".join(f"{r} ({len(projects(r))})" for r in others),
                          "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
-    checks.extend(_install_checks(console.env, root))
+    checks.extend(install_checks(console.env, root))
     checks.append(python_checks.interpreter_check(_BINARIES, env=console.env))
     checks.append(_sandbox_check(console.env, root, here=console.cwd))
+    checks.append(_guard_check(console))
     if root is not None:
         checks.append(_runtime_check(root))
         checks.append(_bytecode_check(root))

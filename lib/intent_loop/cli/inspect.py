@@ -12,6 +12,7 @@ from intent_loop.cli.common import (
 )
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import provider
+from intent_loop.guard.enforcement import reported
 from intent_loop.intent.claim_records import active_count
 from intent_loop.intent.views import compact_view, history, snapshot, task_label
 from intent_loop.ops.receipts import guard_status
@@ -104,11 +105,13 @@ def cmd_status(args, console):
         pending = provider.plan_refresh(state, workspace=paths.root, env=console.env, paths=paths)
         if pending.code:  # why Guard is not (or no longer) getting this project's contract
             result["guard_not_updated"] = {"code": pending.code, "reason": pending.reason}
-        result["guard"] = guard_status(pending.as_dict())  # the line `intent: show` ends with too
+        result["enforcement"] = reported(paths)  # what the hooks last saw of Guard (guard/enforcement.py)
+        result["guard"] = guard_status(pending.as_dict(), result["enforcement"])  # `intent: show` ends so too
     else:
         result["tasks"], result["newest_task"] = [], None
         fstate = {"kind": "unknown", "why": "the ledger does not verify"}
     result["provider_file"] = dict(fstate, path=ppath)
+    result["hooks_ran"] = _hooks_ran(console, root)
     if args.json:
         console.json(result)
         return 0
@@ -136,9 +139,24 @@ def cmd_status(args, console):
         console.out(f"guard:     not updated ({result['guard_not_updated']['code']}): "
                     f"{result['guard_not_updated']['reason']}")
     console.out(f"hook failures logged: {result['hook_failures']}")
+    hooks = result["hooks_ran"]
+    console.out(f"hooks:     {'ran' if hooks['ok'] else 'NOT RUNNING'}: {hooks['detail']}"
+                + ("" if hooks["ok"] else f"; next: {hooks['next_action']}"))
+    if state is not None:
+        from intent_loop.ops.enforcement_words import enforcement_summary
+
+        console.out(enforcement_summary(result["enforcement"]))
     if result.get("guard"):
         console.out(result["guard"])
     return 0
+
+
+def _hooks_ran(console, root):
+    """doctor's `hooks_ran` check: has Codex run the hooks of what is installed (Codex skips
+    untrusted hooks without a word, so `intent:` lines would reach the model unrecorded)."""
+    from intent_loop.cli.doctor import install_checks
+
+    return next(c for c in install_checks(console.env, root) if c["name"] == "hooks_ran")
 
 
 def _status_without_project(args, console, root, how, exc):
@@ -181,9 +199,11 @@ def cmd_show(args, console):
         return 0
     kwargs = {} if args.max_chars is None else {"max_chars": args.max_chars}
     view = compact_view(state, task_id, for_user=True, **kwargs)
-    guard = guard_status(provider.plan_refresh(state, workspace=paths.root, env=console.env, paths=paths).as_dict())
+    enforcement = reported(paths)
+    guard = guard_status(provider.plan_refresh(state, workspace=paths.root, env=console.env, paths=paths).as_dict(),
+                         enforcement)
     if args.json:
-        console.json({"task_id": task_id, "view": view, "guard": guard})
+        console.json({"task_id": task_id, "view": view, "guard": guard, "enforcement": enforcement})
     else:
         console.out(view)
         console.out(guard)

@@ -5,7 +5,8 @@ nothing here writes a file of Codex's.
 Facts of Codex 0.169.0 (observed, docs/upgrading.md): `codex plugin add intent-loop@<marketplace>`
 writes `[plugins."intent-loop@<marketplace>"] enabled = true` into config.toml and copies the
 plugin to `plugins/cache/<marketplace>/intent-loop/<version>/`; `codex plugin remove` deletes
-both. Trusting a hook writes `[hooks.state."<key>"] trusted_hash = ...` into config.toml, the key
+both. Trusting a hook writes `[hooks.state."<key>"] trusted_hash = ..., trusted_content_hash = ...`
+into config.toml (a hook runs only with both), the key
 being `<plugin id>:<hooks file>:<event>:<group>:<handler>` for a plugin's hook (the hooks file as
 the manifest names it: `hooks/hooks.json` for dist/marketplace's plugin, `hooks.json` for the
 repository's, both seen with 0.169.0) and
@@ -69,9 +70,12 @@ def user_install(codex_home, config):
 
 
 def _trusted(config, key):
+    """Codex 0.169.0 runs a hook only when its record holds BOTH hashes: with `trusted_hash` alone it
+    calls the hook modified and skips it without a word."""
     states = (config.get("hooks") or {}).get("state") if isinstance(config.get("hooks"), dict) else None
     state = states.get(key) if isinstance(states, dict) else None
-    return isinstance(state, dict) and isinstance(state.get("trusted_hash"), str)
+    return isinstance(state, dict) and isinstance(state.get("trusted_hash"), str) \
+        and isinstance(state.get("trusted_content_hash"), str) and state.get("enabled") is not False
 
 
 def plugin_hooks_file(copy):

@@ -83,8 +83,12 @@ class ReplaySession:
         self.workspace = os.path.join(self.base, "workspace")
         os.mkdir(self.data_root, 0o700)
         os.mkdir(self.workspace, 0o700)
-        self.env = {k: v for k, v in env.items() if k not in _DROPPED_ENV}
+        # Guard's settings and Codex home are the replay's own: what a recorded session is told of Guard
+        # (issue 34) must not depend on the machine that replays it
+        self.env = {k: v for k, v in env.items() if k not in _DROPPED_ENV and not k.startswith("EFG_")}
         self.env["INTENT_LOOP_DATA_DIR"] = self.data_root
+        self.env["CODEX_HOME"] = os.path.join(self.base, "codex-home")
+        os.mkdir(self.env["CODEX_HOME"], 0o700)
         self.steps = []
 
     def run(self, event, payload=None, *, stdin=None, lock_held=False):

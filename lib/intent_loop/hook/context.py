@@ -62,6 +62,7 @@ class HookContext:
         self.workspace = self.paths.root
         self.cwd = cwd  # as given: Guard resolves EFG_CONTRACT_PATH from it, not from its realpath
         self.session = session_hash(session_id)
+        self.session_id = session_id  # Guard names its records by the id itself (guard/efg_runs.py)
         self.state = NO_STATE
         self.verified = None  # what a mutation continues from, so the cache is parsed once per call
         self.seen = SeenRecord(self.paths, self.session, cwd=cwd, env=self.env)  # what this session was told
@@ -85,6 +86,27 @@ class HookContext:
             self._place = Place(self.state, self.paths, self.session)
         return self._place
 
+    def enforcement(self, *, session_start=False):
+        """(verdict, tell_user, tell_model): what Guard enforces in this session
+        (guard/enforcement.py), and who must hear it now.
+
+        SessionStart looks afresh and writes nothing (its Guard hook may still be starting, so the
+        verdict may be a prediction); the caller remembers it with the view of a linked session.
+        A prompt looks again until the session holds a confirmed verdict the user was told of:
+        the user hears it once a session and when the state or its cause changes, the model when
+        it differs from what its header said."""
+        told = None if session_start else self.seen.enforcement()
+        if told is not None and told["confirmed"] and told["user"]:
+            return told, False, False
+        from intent_loop.guard.enforcement import observe
+
+        verdict = observe(self.env, cwd=self.cwd, session_id=self.session_id, paths=self.paths,
+                          confirm=not session_start, record=not session_start)
+        if session_start:
+            return verdict, False, False
+        same = told is not None and (told["state"], told["cause"]) == (verdict["state"], verdict["cause"])
+        self.seen.note_enforcement(verdict, user=True)
+        return verdict, not (same and told["user"]), not same
 
 
 def make_source_ref(kind, opaque_id, text, *, redaction=None):

@@ -12,6 +12,7 @@ this hook (Linux: /proc; elsewhere unknown), else config.toml. A mode switched i
 (`/approvals`, "Full Access") is seen by neither: docs/security.md says so.
 """
 from intent_loop.base import fast_os
+from intent_loop.base.host_process import codex_ancestor, read_small
 
 UNSANDBOXED = "unsandboxed"
 HOLDS_HOME = "workspace_holds_home"
@@ -19,8 +20,6 @@ HOLDS_DATA_ROOT = "workspace_holds_data_root"
 FULL_ACCESS = "danger-full-access"
 _BYPASS_FLAGS = ("--dangerously-bypass-approvals-and-sandbox", "--yolo")
 _SANDBOX_FLAGS = ("-s", "--sandbox")
-_ANCESTORS = 4  # hook launcher <- sh -c <- codex (native) <- node wrapper: the Codex process is near
-_CMDLINE_CAP = 64 << 10
 _CONFIG_CAP = 1 << 20
 
 
@@ -56,29 +55,8 @@ def sandbox_mode(env, *, _proc="/proc"):
 
 def codex_argv(*, _proc="/proc"):
     """The argv of the nearest ancestor process that is Codex, or None (no /proc, none found)."""
-    pid = "self"
-    for _ in range(_ANCESTORS):
-        pid = _parent_pid(_proc, pid)
-        if pid is None or pid <= 1:
-            return None
-        argv = _read(f"{_proc}/{pid}/cmdline", _CMDLINE_CAP)
-        if argv is None:
-            return None
-        args = [arg.decode("utf-8", "replace") for arg in argv.split(b"\0") if arg]
-        if any(fast_os.path.basename(arg) == "codex" for arg in args[:2]):
-            return args
-    return None
-
-
-def _parent_pid(proc, pid):
-    stat = _read(f"{proc}/{pid}/stat", 4096)
-    if stat is None:
-        return None
-    fields = stat.rpartition(b")")[2].split()  # the command name may hold spaces and parentheses
-    try:
-        return int(fields[1])
-    except (IndexError, ValueError):
-        return None
+    found = codex_ancestor(_proc=_proc)
+    return found[1] if found else None
 
 
 def argv_sandbox_mode(args):
@@ -108,7 +86,7 @@ def config_sandbox_mode(env):
         home = user_home and fast_os.path.join(user_home, ".codex")
     if not home or not fast_os.path.isabs(home):
         return None
-    data = _read(fast_os.path.join(home, "config.toml"), _CONFIG_CAP)
+    data = read_small(fast_os.path.join(home, "config.toml"), _CONFIG_CAP)
     if data is None:
         return None
     table, values = "", {}
@@ -128,20 +106,6 @@ def _toml_string(value):
     return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
-def _read(path, cap):
-    """At most `cap` bytes of a regular file or a /proc entry, never following a FIFO; None on error."""
-    try:
-        fd = fast_os.open(path, fast_os.O_RDONLY | fast_os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        return fast_os.read(fd, cap)
-    except OSError:
-        return None
-    finally:
-        fast_os.close(fd)
-
-
 def exposure_notice(payload, env, paths):
     """The line SessionStart shows the user when this session is outside the model, else None.
     Once a session: a compaction continues a session already told."""
@@ -150,6 +114,6 @@ def exposure_notice(payload, env, paths):
     reasons = session_exposures(env, project_root=paths.root, data_root=paths.data_root)
     if not reasons:
         return None
-    from intent_loop.ops.receipts import exposure_text  # only then: the receipts' module costs a start
+    from intent_loop.ops.enforcement_words import exposure_text  # only then: the receipts' module costs a start
 
     return exposure_text(reasons)

@@ -17,13 +17,19 @@ def is_local_only(prompt, commands):
     return bool(commands) and non_blank == len(commands) and all(c.kind not in ("claim", "near") for c in commands)
 
 
-def receipt_items(receipt, *, notice=None):
+def receipt_items(receipt, *, notice=None, enforcement=None):
     """The Guard contract's news first, then the continuity notice (the current task moved), then
     one short text per command line in the order typed. The first two are PINNED: receipt_line
-    never cuts them (they say what Guard enforces)."""
+    never cuts them (they say what Guard enforces). `enforcement`: this session's verdict on Guard
+    (guard/enforcement.py), whose short form follows a published contract's version."""
     from intent_loop.ops import receipts  # not on the SessionStart path, which imports this module for PREFIX
 
-    pinned = [item for item in (receipts.guard_text(receipt.publication), notice) if item]
+    guard = receipts.guard_text(receipt.publication)
+    if guard and enforcement and (receipt.publication or {}).get("action") in ("published", "restored", "rewritten"):
+        from intent_loop.ops.enforcement_words import enforcement_short
+
+        guard = f"{guard}, {enforcement_short(enforcement)}"
+    pinned = [item for item in (guard, notice) if item]
     return [Pinned(item) for item in pinned] + receipts.user_items(receipt.entries)
 
 
@@ -187,10 +193,10 @@ def _shown(state, paths, session_hash):
     return compact_view(state, task_id)
 
 
-def local_answer(receipt, *, shown, help_text, extra=(), notice=None):
+def local_answer(receipt, *, shown, help_text, extra=(), notice=None, enforcement=None):
     """The `reason` of the block: the receipt, then the view and the verbs when asked for."""
     parts = [LOCAL_HEADER]
-    items = receipt_items(receipt, notice=notice) + list(extra)
+    items = receipt_items(receipt, notice=notice, enforcement=enforcement) + list(extra)
     if items:
         parts.append("\n".join("- " + item for item in items))
     if receipt.show_view:

@@ -25,8 +25,30 @@ class SeenRecord:
         self._seen_record = None
 
     def has_record(self):
-        """Whether this session ever had a seen record (an unlinked session's first prompt has none)."""
-        return bool(self._seen())
+        """Whether this session was ever shown a view here (an unlinked session's first prompt was not:
+        its SessionStart remembers only what it said of Guard)."""
+        return "view_sha256" in self._seen()
+
+    def enforcement(self):
+        """What this session was told of Guard's enforcement (guard/enforcement.py: codes only, so a
+        hand-edited record can change what is repeated, never the words), or None."""
+        from intent_loop.guard.enforcement import is_told_verdict
+
+        told = self._seen().get("enforcement")
+        return told if is_told_verdict(told) else None
+
+    def note_enforcement(self, verdict, *, user, write=True):
+        """Remember the verdict on Guard this session was given (`user`: the user was told too);
+        `write=False` keeps it for the next write (SessionStart's remember_view)."""
+        record = self._seen()
+        told = {key: verdict[key] for key in ("state", "cause", "mode", "stops", "confirmed")}
+        told["user"] = user
+        if record.get("enforcement") != told:
+            record["enforcement"] = told
+            if write:
+                self._write_seen(record)
+            else:
+                self._seen_record = record
 
     def known_current(self, who):
         """The current task `who` ("user": the receipt line, "model": the context) was last told of:
@@ -118,7 +140,7 @@ class SeenRecord:
         then also knows the current task (`model_told`)."""
         record = {"view_sha256": sha256_hex(text.encode()), "change_seq": state["last_change"]["seq"]}
         seen = self._seen()
-        for key in ("proposals_seq", "guard_file", "guard_news", *_TOLD.values()):
+        for key in ("proposals_seq", "guard_file", "guard_news", "enforcement", *_TOLD.values()):
             if key in seen:
                 record[key] = seen[key]
         if model_told:

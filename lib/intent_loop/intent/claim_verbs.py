@@ -53,6 +53,8 @@ Write `intent: <verb> ...` alone on a prompt line to record what you ask for:
   tradeoff <text>      an accepted tradeoff
   always <text>        a rule for all future tasks
 Rules: action:<read|write|delete|network|publish|...>, tool:<name>, command-prefix:<cmd>, or prose.
+  Guard (EFG_MODE=balanced) blocks the structured ones, reminds of prose; command-prefix: matches
+  literally (`sudo rm -rf` passes `rm -rf`): action:delete covers the variants.
   show                 this task's claims and ids
   help                 this list
   new [label]          start a fresh task

@@ -102,7 +102,7 @@ def follow_header(task, now):
     from intent_loop.intent.views import task_label
 
     return (f"intent-loop: this session follows the workspace's current task {task['task_id'][:8]}"
-            f"{task_label(task)} ({task_ages(task, now)}), the one Guard enforces; the user's typed "
+            f"{task_label(task)} ({task_ages(task, now)}), the one Guard's contract holds; the user's typed "
             "`intent:` commands join it, and `intent: new` starts a fresh task.")
 
 
@@ -147,4 +147,4 @@ def moved_notice(state, paths, place, *, known):
         return f"Guard enforces nothing: task {short} was turned off in another session{switch}"
     if not has_goal(state["tasks"][place.current]):
         return f"Guard enforces nothing: task {short}, changed in another session, has no goal yet{switch}"
-    return f"Guard now enforces task {short}, changed in another session{switch}"
+    return f"Guard's contract now holds task {short}, changed in another session{switch}"

@@ -91,6 +91,17 @@ def rule_error(text, *, typed=True):
     return None
 
 
+def rule_kind(text):
+    """("action" | "tool" | "command-prefix", value) for a structured rule Guard checks, else
+    (None, text): natural language, which Guard only reminds of."""
+    stripped = strip_guard_space(text)
+    head, colon, value = stripped.partition(":")
+    name = head.casefold()
+    if colon and name in _VALID_NAMES and not is_blank(value):
+        return name, strip_guard_space(value)
+    return None, text
+
+
 def _action_error(value, *, typed):
     """Guard 0.2.2 trims and lowercases the action name; typing asks for the exact name anyway."""
     if value in ACTIONS or (not typed and js_trim(value).lower() in ACTIONS):

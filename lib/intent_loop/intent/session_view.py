@@ -18,20 +18,21 @@ SUBAGENT_HEADER = ("intent-loop: you run as a subagent of the user's session; wh
 VIEW_BYTES = 8800
 
 
-def _view(state, task_id, budget=HOOK_BUDGET):
+def _view(state, task_id, budget=HOOK_BUDGET, guard=None):
     """hook_view within `budget` characters and VIEW_BYTES bytes (fewer claims where text is wide)."""
-    text = hook_view(state, task_id, budget=budget)
+    text = hook_view(state, task_id, budget=budget, guard=guard)
     while len(text.encode("utf-8", "surrogatepass")) > VIEW_BYTES and budget > 200:
         budget = budget * VIEW_BYTES // len(text.encode("utf-8", "surrogatepass")) - 20
-        text = hook_view(state, task_id, budget=budget)
+        text = hook_view(state, task_id, budget=budget, guard=guard)
     return text
 
 
-def session_context(state, paths, session_hash, *, place=None, now=None):
+def session_context(state, paths, session_hash, *, place=None, now=None, guard=None):
     """(task_id, text) that hooks may show for a session: a hook view or a fixed notice, or
     (task_id, None) when there is nothing to show. A session linked to an older task is shown the
     current task's view (what Guard enforces is what the agent is told); the notice that the current
-    task moved is the caller's (continuity.moved_notice), since it depends on what the session knew."""
+    task moved is the caller's (continuity.moved_notice), since it depends on what the session knew.
+    `guard`: the view header's sentence on what Guard blocks in this session."""
     place = place if place is not None else continuity.Place(state, paths, session_hash)
     if place.own_control:
         return place.linked, PRIVATE_NOTICE
@@ -44,11 +45,12 @@ def session_context(state, paths, session_hash, *, place=None, now=None):
         if not has_active(task):
             return place.current, None
         header = continuity.follow_header(task, time.time() if now is None else now)
-        return place.current, header + "\n" + _view(state, place.current, budget=HOOK_BUDGET - len(header) - 1)
+        return place.current, header + "\n" + _view(state, place.current, budget=HOOK_BUDGET - len(header) - 1,
+                                             guard=guard)
     if place.kind == "older":
         if place.current_standing != "on" or not has_active(state["tasks"][place.current]):
             return place.current, None
-        return place.current, _view(state, place.current)
+        return place.current, _view(state, place.current, guard=guard)
     task_id = place.linked
     task = state["tasks"][task_id]
     standing = continuity.standing(state, paths, session_hash, task_id)
@@ -58,10 +60,10 @@ def session_context(state, paths, session_hash, *, place=None, now=None):
         return task_id, OFF_NOTICE
     if not has_active(task):
         return task_id, None
-    return task_id, _view(state, task_id)
+    return task_id, _view(state, task_id, guard=guard)
 
 
-def subagent_context(state, paths, session_hash, *, place):
+def subagent_context(state, paths, session_hash, *, place, guard=None):
     """What a subagent's prompt is given, or None. Codex 0.169.0 sends a subagent's prompts through
     UserPromptSubmit with `agent_id` and the PARENT's session_id
     (tests/fixtures/codex-0.169.0/continuity/README.md), so the subagent is given what its parent
@@ -69,7 +71,7 @@ def subagent_context(state, paths, session_hash, *, place):
     remembered, and the (capped) view comes with each of its prompts."""
     if place.kind == "unlinked" and not place.follows:  # the user's choice to make, not the subagent's
         return None
-    _task_id, text = session_context(state, paths, session_hash, place=place)
+    _task_id, text = session_context(state, paths, session_hash, place=place, guard=guard)
     if text is None or text == PRIVATE_NOTICE:
         return text
     return SUBAGENT_HEADER + "\n" + text

@@ -96,14 +96,16 @@ def durable_records(state, task_id, *, omitted=None):
     return out
 
 
-def hook_view(state, task_id, *, budget=HOOK_BUDGET):
+def hook_view(state, task_id, *, budget=HOOK_BUDGET, guard=None):
     """What a hook may inject: only direct user-explicit claims as text, the rest as counts. The
-    claims it does not show are counted from the task's summary (intent/claim_records.py), never read."""
+    claims it does not show are counted from the task's summary (intent/claim_records.py), never read.
+    `guard`: the header's sentence on what Guard blocks in this session (ops.enforcement_words.enforcement_header)."""
     task = state["tasks"][task_id]
     omitted = dict(hidden_summary(task)["omitted"])
     visible = shown_active(task) + durable_records(state, task_id, omitted=omitted)
     header = (f"intent-loop: the user's own recorded intent for task {task_id[:8]}{task_label(task)}. "
-              "These are the user's words from `intent:` commands; they stay in force until the user changes them.")
+              "These are the user's words from `intent:` commands; they stay in force until the user changes them, "
+              "and you follow them yourself." + (f" {guard}" if guard else ""))
     lines = [header]
     footer = _omitted_line(omitted)
     candidates = ("- " + claim_line(r["claim"]) + (" (durable)" if r["claim"]["scope"] == "long_term" else "")

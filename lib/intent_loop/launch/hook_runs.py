@@ -73,7 +73,15 @@ def own_state(data_root, executable):
     except OSError:
         installed_at = 0.0
     ok, sentence = verdict(data_root, install, installed_at) if install else (False, "unknown install")
-    return {"ran": ok, "install": install, "detail": sentence, "next_action": None if ok else UNTRUSTED_ACTION}
+    state = {"ran": ok, "install": install, "detail": sentence, "next_action": None if ok else UNTRUSTED_ACTION,
+             "cause": None}
+    if not ok:  # why, as sure as Codex's files can say (launch/hook_trust.py)
+        from intent_loop.launch.hook_trust import CAUSES, untrusted_cause
+
+        state["cause"] = untrusted_cause(executable)
+        if state["cause"] is not None:
+            state["next_action"] = CAUSES[state["cause"]]
+    return state
 
 
 def verdict(data_root, install, installed_at):

@@ -68,7 +68,7 @@ def intent_status(call):
               "project_root": paths.root, "project_id": paths.project_id, "tasks": len(state["tasks"]),
               "session_known": call.binding.session is not None, "linked_task": None,
               "open_candidates": len(open_candidates(state)), "guard": _guard_state(call),
-              "hooks": _hooks_state(call)}
+              "enforcement": _enforcement(call), "hooks": _hooks_state(call)}
     if task_id is not None:
         task = state["tasks"][task_id]
         private = call.is_private(task_id)
@@ -98,6 +98,15 @@ def _hooks_state(call):
     from intent_loop.launch import hook_runs
 
     return hook_runs.own_state(call.paths.data_root, sys.argv[0] if sys.argv else None)
+
+
+def _enforcement(call):
+    """What Guard enforces, as the hooks last saw it: Codex gives this server none of EFG_MODE."""
+    from intent_loop.guard.enforcement import reported
+    from intent_loop.ops.enforcement_words import enforcement_summary
+
+    seen = reported(call.paths)
+    return dict(seen or {"state": None}, summary=enforcement_summary(seen))
 
 
 def _guard_state(call):

@@ -13,10 +13,12 @@ from intent_loop.mcp import rpc
 SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 SANDBOX_META = "codex/sandbox-state-meta"
 ROOTS_TIMEOUT = 5.0  # seconds a client that offered roots gets to answer roots/list
-INSTRUCTIONS = ("intent-loop: the user's recorded intent for this task. Read it with intent_get_snapshot; "
-                "record what you observed with intent_add_evidence, intent_add_inference, intent_mark_unknown, "
-                "intent_mark_dispute. What you record is yours, never the user's words: intent_add_explicit "
-                "only proposes, and the user confirms by typing `intent: confirm <id>`.")
+INSTRUCTIONS = ("intent-loop: the user's recorded intent. Read it with intent_get_snapshot; record what you "
+                "observed with intent_add_evidence, intent_add_inference, intent_mark_unknown, intent_mark_dispute: "
+                "yours, never the user's words (intent_add_explicit only proposes). If the user's `intent:` lines "
+                "got no intent-loop receipt, call intent_status and tell the user they were NOT recorded, why "
+                "(hooks.cause) and what to do (hooks.next_action). Guard pausing an `ask` rule: tell the user "
+                "`intent: approve <id>` allows it; a forbid only the user lifts.")
 
 
 class Server:

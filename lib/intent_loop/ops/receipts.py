@@ -10,7 +10,7 @@ from intent_loop.intent.event_types import REPUBLISHES
 
 # outcome -> (words, whether it changed the recorded intent: it then joins the change note)
 OUTCOMES = {
-    "recorded": "recorded {verb} [{0}]",
+    "recorded": "recorded {verb} [{0}]{strength}",
     "acknowledged": "{verb} acknowledged, not recorded (private session)",
     "joined": "joined the current task {0}{label} ({ages}); `intent: new` starts a fresh one",
     "goals": "the objective now holds {count} goals; `intent: replace {0} <text>` changes the first one",
@@ -73,7 +73,8 @@ class Entry:
 
 
 def _defaults(entry):
-    extra = {"label": "", "ages": "", "count": "", "now": "", "rule": "", "task": "", "what": "proposal"}
+    extra = {"label": "", "ages": "", "count": "", "now": "", "rule": "", "task": "", "what": "proposal",
+             "strength": ""}
     extra.update(entry.extra)
     if entry.outcome == "confirmed" and "pairs" not in entry.extra:
         pairs = [f"[{entry.ids[i]}] as your claim [{entry.ids[i + 1]}]" for i in range(0, len(entry.ids) - 1, 2)]
@@ -109,6 +110,22 @@ def model_receipt(entries):
     return "intent-loop receipt:\n" + "\n".join(lines) if lines else None
 
 
+# The rule verbs whose refusal must not pass unnoticed (issue 34): the model says so first.
+_RULE_LINE_VERBS = ("forbid", "must-not", "must", "ask", "allow")
+
+
+def refused_rule_note(entries):
+    """The model's instruction when a rule line of a prompt that goes on to it was refused, or None:
+    in `codex exec`, which prints no receipt, the model's reply is the user's only channel."""
+    refused = [e for e in sorted(entries, key=lambda e: e.line)
+               if e.outcome == "rejected" and e.verb in _RULE_LINE_VERBS]
+    if not refused:
+        return None
+    lines = "; ".join(f"line {e.line} (`{e.verb}`): {e.code}, {e.reason}" for e in refused)
+    return (f"intent-loop: the user's rule was NOT recorded ({lines}). Start your reply by telling the user, in "
+            "your first sentence, that this rule was NOT recorded and why, so they can type it again.")
+
+
 def user_items(entries):
     """The user's receipt items, in typed order: `recorded goal [id]`, `line 3 rejected (CODE): ...`."""
     items = []
@@ -142,12 +159,17 @@ def guard_text(publication):
     return f"Guard not updated{shown}: {reason}"
 
 
-def guard_status(publication):
+def guard_status(publication, enforcement=None):
     """The line `intent: show` and `intent-loop status` end with: what Guard reads now, from the
-    decision a refresh would take (provider.plan_refresh, nothing written)."""
+    decision a refresh would take (provider.plan_refresh, nothing written), and whether Guard
+    enforces it (`enforcement`: a verdict of guard/enforcement.py, with `age` in seconds when it is
+    the hooks' record read back; None: nobody saw Guard yet)."""
     action, version = publication.get("action"), publication.get("version")
     if action == "unchanged":
-        return f"Guard enforces contract v{version} of task {publication['task_id'][:8]}"
+        from intent_loop.ops.enforcement_words import enforcement_seen
+
+        return f"Guard reads contract v{version} of task {publication['task_id'][:8]}: " + \
+            enforcement_seen(enforcement)
     if action == "restored":
         return f"Guard file changed outside intent-loop ({TAKEOVERS.get(publication.get('restored'), 'changed')}): " \
                f"the next prompt or Stop restores v{version}; `intent-loop contract publish` restores it now"
@@ -287,20 +309,3 @@ class Receipt:
 # Where this session lies outside the threat model (hook/exposure.py; docs/security.md): told to the
 # user once a session, at SessionStart, and by doctor's `sandbox` check. Each says what the agent can
 # do there and how to leave that state.
-EXPOSURES = {
-    "unsandboxed": ("this Codex runs without its sandbox (danger-full-access or --yolo): the agent can rewrite "
-                    "intent-loop's data, what it runs and the Guard file, so your recorded intent is only as "
-                    "safe as the agent is careful; run Codex with its default sandbox to keep them out of reach"),
-    "workspace_holds_home": ("this workspace contains your home folder, so the agent may write where intent-loop "
-                             "keeps your intent and what it runs; open Codex in a project folder instead"),
-    "workspace_holds_data_root": ("this workspace contains intent-loop's data root, so the agent may rewrite your "
-                                  "recorded intent; open Codex in a project folder, or set INTENT_LOOP_DATA_DIR "
-                                  "outside the workspace"),
-}
-
-
-def exposure_text(reasons):
-    """The once-a-session line for the reasons hook.exposure found (none: None)."""
-    if not reasons:
-        return None
-    return "intent-loop: not protected here: " + "; and ".join(EXPOSURES[reason] for reason in reasons)

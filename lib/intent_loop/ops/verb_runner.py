@@ -131,7 +131,10 @@ class VerbRunner:
         self._recorded(command, claim)
 
     def _recorded(self, command, claim):
-        self.receipt.add(command, "recorded", [short_id(claim["claim_id"])])
+        from intent_loop.ops.enforcement_words import STRENGTH_VERBS, rule_strength
+
+        strength = rule_strength(command.verb, claim["statement"]) if command.verb in STRENGTH_VERBS else ""
+        self.receipt.add(command, "recorded", [short_id(claim["claim_id"])], strength=strength)
 
     def _show(self, command):
         self.receipt.show_view = True
