@@ -25,8 +25,7 @@ show it ran, in which mode, and what it decided for each command.
 
 "Told" (assert_told): what intent-loop says of enforcement, in `intent-loop status --json`
 ("enforcement": {"state", "mode"}) and in the model's developer messages
-(enforcement_header(state)). PENDING: these assertions come last in each test and fail until the
-enforcement work in lib/ lands; everything before them checks Guard and Codex themselves.
+(enforcement_header(state)); they come last in each test, after the checks of Guard and Codex themselves.
 
 Codex runs with sandbox_mode workspace-write (what users run; approval_policy never), so what Guard
 lets through really runs (`touch x` creates x). The Codex homes, where Guard keeps its records, lie
@@ -280,7 +279,7 @@ def claim_id(home, workspace, statement, env=None):
     return found[0][:8]
 
 
-# -- what intent-loop tells (PENDING: the enforcement work in lib/) -----------------------------
+# -- what intent-loop tells -----------------------------
 def enforcement_status(home, workspace, env=None):
     """`intent-loop status --json` of the checkout, on the data root the plugin's hooks used."""
     done = subprocess.run([str(CLI), "cli", "status", "--json"], cwd=workspace,
@@ -291,29 +290,23 @@ def enforcement_status(home, workspace, env=None):
 
 
 def assert_told(state, home, workspace, first_request, *, mode=None, env=None):
-    """PENDING (lands with the enforcement work in lib/): the user and the model are told the Guard
-    state `state` ("enforced", "reminders", "off", "not_running", "not_installed", "unconfirmed"):
-    `intent-loop status --json` carries "enforcement": {"state": state, "mode": mode, ...}, and the
-    model's developer messages of the session's first prompt (`first_request`, a request body) hold
-    enforcement_header(state)."""
+    """The user and the model are told the Guard state `state` ("enforced", "reminders", "off",
+    "not_running", "not_installed", "unconfirmed"): `intent-loop status --json` carries
+    "enforcement": {"state": state, "mode": mode, ...} (what the hooks saw), and the model's developer
+    messages of the session's first prompt (`first_request`, a request body) hold enforcement_header(state)."""
+    from intent_loop.ops.enforcement_words import enforcement_header
+
     status = enforcement_status(home, workspace, env)
     enforcement = status.get("enforcement")
-    assert isinstance(enforcement, dict), f"PENDING: no \"enforcement\" in `intent-loop status --json`: {status}"
+    assert isinstance(enforcement, dict), f"no \"enforcement\" in `intent-loop status --json`: {status}"
     assert enforcement.get("state") == state, f"enforcement state: {enforcement}, expected {state!r}"
     if mode is not None:
         assert enforcement.get("mode") == mode, f"enforcement mode: {enforcement}, expected {mode!r}"
-    from intent_loop.ops import receipts
-
-    header_of = getattr(receipts, "enforcement_header", None)
-    if header_of is None:
-        try:
-            from intent_loop.ops.enforcement_words import enforcement_header as header_of
-        except ImportError:
-            pytest.fail("PENDING: intent_loop.ops.receipts.enforcement_header does not exist yet")
-    header = header_of(state)
+    header = enforcement_header(state)
     developer = developer_messages(first_request)
     assert any(header in message for message in developer), \
-        f"PENDING: the model was not told {header!r}; its developer messages:\n" + "\n---\n".join(developer)
+        f"the model was not told {header!r}; its developer messages:\n" + "\n---\n".join(developer)
+    return enforcement
 
 
 # -- 1. balanced: forbid, ask, approve, a new session, drop ---------------------------------------
@@ -396,7 +389,7 @@ def test_balanced_guard_denies_forbidden_and_asked_actions_until_approved_or_dro
     print(f"real-guard balanced: 4 exec runs in {time.monotonic() - start:.1f} s "
           f"({', '.join(f'{t.seconds:.1f}' for t in (first, second, third, fourth))} s)")
 
-    # PENDING (the enforcement work in lib/): the user and the model are told Guard enforces.
+    # the user and the model are told Guard enforces
     assert_told("enforced", home, workspace, first.bodies[0], mode="balanced", env=env)
     assert_told("enforced", home, workspace, third.bodies[0], mode="balanced", env=env)
 
@@ -420,7 +413,7 @@ def test_shadow_mode_guard_reminds_and_denies_nothing(shared_home):
     # and a "Done." costs nothing in shadow mode: the call's turn and the answer's, no continuation
     assert len(turn_requests(turn.bodies)) == 2, len(turn.bodies)
 
-    # PENDING (the enforcement work in lib/)
+    # the user and the model are told
     assert_told("reminders", home, workspace, turn.bodies[0], mode="shadow")
 
 
@@ -440,7 +433,7 @@ def test_guard_installed_without_trust_records_denies_nothing(host):
     assert not guard_session_dir(home.codex_home, turn.session_id).exists(), guard_sessions(home.codex_home)
     assert len(turn_requests(turn.bodies)) == 2, "Guard's Stop hook ran"
 
-    # PENDING (the enforcement work in lib/)
+    # the user and the model are told
     assert_told("not_running", home, workspace, turn.bodies[0], env=env)
 
 
@@ -454,7 +447,7 @@ def test_guard_not_installed_denies_nothing(host):
     assert not (home.codex_home / "plugin-data" / "execution-fidelity-guard").exists()
     assert len(turn_requests(turn.bodies)) == 2
 
-    # PENDING (the enforcement work in lib/)
+    # the user and the model are told
     assert_told("not_installed", home, workspace, turn.bodies[0], env=env)
 
 
@@ -491,6 +484,9 @@ def test_balanced_done_costs_the_stop_continuations_per_contract_version(shared_
     v1 = contract(workspace)[0]["contract_version"]
     assert len(turn_requests(first.bodies)) == 1 + 2, len(first.bodies)
     assert [r[:2] for r in stop_receipts(home, session)] == [continuation, continuation, capped]
+    # what intent-loop announced (the Guard line's explanation, status): exactly the passes it cost
+    told = assert_told("enforced", home, workspace, first.bodies[0], mode="balanced", env=env)
+    assert told["stops"] == len(turn_requests(first.bodies)) - 1 == 2
     # each continuation reaches the model as a user message: Guard's reason in a <hook_prompt>
     for body in first.bodies[1:]:
         assert "<hook_prompt" in last_user_text(body) and STOP_REASON in last_user_text(body), last_user_text(body)
@@ -519,4 +515,5 @@ def test_balanced_done_costs_the_stop_continuations_per_contract_version(shared_
     assert contract(workspace)[0]["contract_version"] == v1 + 2
     assert len(turn_requests(none.bodies)) == 1, len(none.bodies)
     assert [r[:2] for r in stop_receipts(home, none.session_id)] == [capped]
+    assert enforcement_status(home, workspace, env)["enforcement"]["stops"] == 0
     print(f"real-guard done cost: requests per turn {[len(t.bodies) for t in (first, again, changed, fresh, none)]}")
