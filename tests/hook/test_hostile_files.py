@@ -164,8 +164,11 @@ def test_a_lone_surrogate_rejects_only_its_own_line(env, ws):
            '"transcript_path":null,"model":"m","permission_mode":"default"}').encode()
     _out, answer, _t = hook("UserPromptSubmit", None, env, raw=raw)
     message = answer["systemMessage"]
-    assert "recorded goal" in message and "recorded must-not" in message
-    assert "line 3 rejected (INVALID_TEXT)" in message
+    assert "recorded goal" in message and "line 3 rejected (INVALID_TEXT)" in message
+    # the model's receipt is never cut: every line's outcome (the user's line may count the last as `+1 more`)
+    receipt = answer["hookSpecificOutput"]["additionalContext"]
+    assert "line 2: recorded goal" in receipt and "line 4: recorded must-not" in receipt
+    assert "line 3: rejected (INVALID_TEXT)" in receipt
 
 
 def test_under_many_concurrent_prompts_every_typed_command_gets_a_receipt(env, ws):

@@ -9,6 +9,7 @@ from helpers.dist import requires_dist
 from helpers.replay_golden import normalize
 from intent_loop.guard.acceptance import validate_provider_document
 from intent_loop.launch.binaries import BINARIES, HOOKS
+from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT, enforcement_explained
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(ROOT, "dist")
@@ -86,15 +87,19 @@ def test_commands_session_publishes_a_valid_contract(results):
                                                   "acceptable_sources": ["test"]}]
     assert "Tools: web" not in json.dumps(projection)  # the rejected rule never reaches Guard
     message = doc["steps"][3]["answer"]["systemMessage"]
-    assert message.startswith("intent-loop: Guard contract v2; line 1 rejected (RULE_SYNTAX)")
+    assert message.startswith(f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
+    assert "line 1 rejected (RULE_SYNTAX)" in message
 
 
 def test_receipts_and_local_answers(results):
     _code, doc = results["receipts_and_local_answers"]
     answers = [s["answer"] for s in doc["steps"]]
     receipt = answers[1]["systemMessage"]
-    assert receipt.startswith("intent-loop: Guard contract v1; recorded goal [") and "(UNKNOWN_VERB)" in receipt
-    assert len(receipt.splitlines()) <= 2
+    assert receipt.startswith(f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; recorded goal [")
+    assert "(UNKNOWN_VERB)" in receipt
+    # the receipt line in at most two lines; what Guard enforces follows once a session, on its own line
+    line, told = receipt.split("\nintent-loop: ")
+    assert len(line.splitlines()) <= 2 and told == enforcement_explained({"state": "not_installed"})
     assert "hookSpecificOutput" in answers[1] and "decision" not in answers[1]  # prose: the model gets it
     shown = answers[3]
     assert shown["decision"] == "block" and "goal: fix rounding of totals in checkout" in shown["reason"]
@@ -187,7 +192,8 @@ def test_continuity_payloads_of_the_real_codex_follow_the_current_task(results):
         assert context.startswith("intent-loop: this session follows the workspace's current task ")
         assert "Fix the login redirect loop" in context and "forbid: action:network" in context
     assert "joined the current task" in answers[3]["systemMessage"]
-    assert answers[3]["systemMessage"].startswith("intent-loop: Guard contract v2; ")
+    assert answers[3]["systemMessage"].startswith(
+        f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
     assert answers[4] == {"continue": True}  # nothing new since: no context, no receipt
     assert "you run as a subagent" in answers[8]["hookSpecificOutput"]["additionalContext"]
     projection = doc["provider"]["projection"]

@@ -204,8 +204,8 @@ def test_intent_new_in_another_session_is_told_to_the_first_session_model_and_us
     task_b = current(env, ws)
     assert task_b != task_a
     answer = typed(env, ws, "go on", session="sess-A")
-    expected = (f"Guard's contract now holds task {task_b[:8]}, changed in another session; "
-                f"`intent: resume {task_a[:8]}`")
+    expected = (f"Guard's contract now holds task {task_b[:8]} (goal: write the docs), changed in another session "
+                f"a moment ago; `intent: resume {task_a[:8]}`")
     assert expected in answer["systemMessage"] and expected in context(answer)
     assert "write the docs" in context(answer)  # what Guard enforces is what the agent is told
     again = typed(env, ws, "and then", session="sess-A")
@@ -219,7 +219,8 @@ def test_a_session_linked_to_an_older_task_gets_the_notice_at_every_session_star
     task_b = current(env, ws)
     for source in SOURCES:
         text = started(env, ws, session="sess-A", source=source)
-        assert f"Guard enforces nothing: task {task_b[:8]}, changed in another session, has no goal yet" in text
+        assert f"Guard enforces nothing: task {task_b[:8]}, changed in another session a moment ago, has no goal " \
+               "yet" in text
         assert f"`intent: resume {task_a[:8]}` switches back" in text and "ship the parser" not in text
 
 

@@ -19,12 +19,12 @@ def _run(cli, prompt, n=1):
 
 
 @pytest.mark.parametrize(("line", "verb", "kind"), [
-    ("intent: forbid action:network", "forbid", "structured: Guard can block it"),
-    ("intent: must-not tool:web_fetch", "must-not", "structured: Guard can block it"),
-    ("intent: ask action:write", "ask", "structured: Guard can pause it for your approval"),
-    ("intent: forbid never push to main", "forbid", "natural language: Guard only reminds"),
-    ("intent: forbid command-prefix:rm -rf", "forbid", "`action:delete` covers them"),
-    ("intent: forbid command-prefix:git push --force", "forbid", "`action:publish` covers them"),
+    ("intent: forbid action:network", "forbid", "(Guard can block it)"),
+    ("intent: must-not tool:web_fetch", "must-not", "(Guard can block it)"),
+    ("intent: ask action:write", "ask", "(Guard can pause it)"),
+    ("intent: forbid never push to main", "forbid", "(prose: a reminder only)"),
+    ("intent: forbid command-prefix:rm -rf", "forbid", "`action:delete` covers `sudo rm -rf`"),
+    ("intent: forbid command-prefix:git push --force", "forbid", "`action:publish` covers"),
     ("intent: forbid command-prefix:make deploy", "forbid", "an `action:` rule covers its variants"),
 ])
 def test_a_rule_receipt_says_what_guard_does_with_it(tmp_path, line, verb, kind):

@@ -180,6 +180,12 @@ def _shown(state, paths, session_hash):
     from intent_loop.intent.views import compact_view  # only `intent: show` needs it
 
     place = Place(state, paths, session_hash)
+    if place.kind == "older" and place.current_standing == "on" and not place.own_control:
+        # one truth (issue 35 item 4): the current task, which Guard reads and the model is given;
+        # the session's own older task is named with the way back to it
+        older = place.linked[:8]
+        return (compact_view(state, place.current) + f"\nthis session's earlier task {older} is not the current "
+                f"one; `intent: resume {older}` makes it current again")
     task_id = place.task_id
     task = state["tasks"].get(task_id)
     if place.own_control or (task is not None and task["mode"] == "private"):

@@ -23,6 +23,7 @@ class SeenRecord:
     def __init__(self, paths, session, *, cwd, env):
         self.paths, self.session, self.cwd, self.env = paths, session, cwd, env
         self._seen_record = None
+        self._written = False
 
     def has_record(self):
         """Whether this session was ever shown a view here (an unlinked session's first prompt was not:
@@ -87,7 +88,8 @@ class SeenRecord:
                 replace_atomically(self._seen_path(), canonical_bytes(record), durable=False)
             except IntentLoopError:
                 return
-            if self._seen_record is None or not self._seen_record:
+            if not self._written:  # this call's first write: a format-1 record goes with it
+                self._written = True
                 try:
                     fast_os.unlink(fast_os.path.join(self.paths.cache_dir, f"seen-{self.session}.json"))
                 except OSError:

@@ -1,5 +1,7 @@
 """Which task a session works on: its own link, else the workspace's current task (docs/hooks.md,
 "Which task a session sees"), and the words that tell a session the current task moved."""
+import time
+
 from intent_loop.intent import private_mode
 from intent_loop.intent.claim_records import shown_active
 from intent_loop.intent.claims import split_prefix
@@ -133,7 +135,10 @@ def not_followed_reason(state, paths, place):
     return f"not recorded: {head}; type {first}{resume}, or `intent: new`, then the line again"
 
 
-def moved_notice(state, paths, place, *, known):
+GOAL_CHARS = 60  # a moved-task notice names the new task's goal, clipped to this
+
+
+def moved_notice(state, paths, place, *, known, now=None):
     """What a session is told when the current task is no longer the one it last knew (`known`),
     moved by another session: what Guard enforces now, and how to switch back."""
     back = known if known is not None and known in state["tasks"] else place.linked
@@ -141,10 +146,16 @@ def moved_notice(state, paths, place, *, known):
     if place.current is None:
         return f"Guard enforces nothing: no task is current{switch}"
     short = place.current[:8]
+    task = state["tasks"][place.current]
+    # when, and what the task is about (issue 35 item 5): hex ids alone tell a person nothing
+    when = f"in another session {age(task.get('changed_at'), time.time() if now is None else now)} ago"
     if place.current_standing == "private":
-        return f"Guard enforces nothing: the current task was made private in another session{switch}"
+        return f"Guard enforces nothing: the current task was made private {when}{switch}"
     if place.current_standing == "off":
-        return f"Guard enforces nothing: task {short} was turned off in another session{switch}"
-    if not has_goal(state["tasks"][place.current]):
-        return f"Guard enforces nothing: task {short}, changed in another session, has no goal yet{switch}"
-    return f"Guard's contract now holds task {short}, changed in another session{switch}"
+        return f"Guard enforces nothing: task {short} was turned off {when}{switch}"
+    first = goals(task)
+    if not first:
+        return f"Guard enforces nothing: task {short}, changed {when}, has no goal yet{switch}"
+    goal = first[0]["claim"]["statement"]
+    goal = goal if len(goal) <= GOAL_CHARS else goal[:GOAL_CHARS - 1] + "…"
+    return f"Guard's contract now holds task {short} (goal: {goal}), changed {when}{switch}"

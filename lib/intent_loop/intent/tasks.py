@@ -198,11 +198,31 @@ def resolve_prefix(ids, prefix, *, what, not_found, where, min_length=1):
     return matches[0]
 
 
-def resolve_claim(task, prefix, *, active_only=True):
-    """A claim id from a unique prefix of at least 4 characters."""
+def resolve_claim(task, prefix, *, active_only=True, state=None):
+    """A claim id from a unique prefix of at least 4 characters. `state`: where none matches, a
+    claim active in another task of the project is named with its task and how to get there."""
     ids = [r["claim"]["claim_id"] for r in light_records(task) if r["state"] == "active" or not active_only]
-    return resolve_prefix(ids, prefix, what="active claim" if active_only else "claim",
-                          not_found=ErrorCode.CLAIM_NOT_FOUND, where="`intent: show`", min_length=4)
+    try:
+        return resolve_prefix(ids, prefix, what="active claim" if active_only else "claim",
+                              not_found=ErrorCode.CLAIM_NOT_FOUND, where="`intent: show`", min_length=4)
+    except IntentLoopError as exc:
+        elsewhere = _task_holding(state, task, prefix) if exc.code == ErrorCode.CLAIM_NOT_FOUND else None
+        if elsewhere is None:
+            raise
+        raise IntentLoopError(ErrorCode.CLAIM_NOT_FOUND,
+                              f"claim {prefix.lower()} is active in task {elsewhere[:8]}, not in this one; "
+                              f"`intent: resume {elsewhere[:8]}` makes that task current, then try again") from None
+
+
+def _task_holding(state, task, prefix):
+    """The one other task of `state` with an active claim starting with `prefix`, or None."""
+    if state is None:
+        return None
+    prefix = prefix.lower()
+    found = {other_id for other_id, other in state["tasks"].items() if other_id != task["task_id"]
+             and any(r["state"] == "active" and r["claim"]["claim_id"].startswith(prefix)
+                     for r in light_records(other))}
+    return found.pop() if len(found) == 1 else None
 
 
 def resolve_task(state, prefix):

@@ -7,13 +7,13 @@ none of the receipts' machinery.
 # -- what Guard enforces (guard/enforcement.py's states), on every surface ---------------------
 # The receipt's short Guard line, after `Guard contract vN, `; `status`, `show`, doctor and
 # intent_status use the same words.
-ENFORCEMENT_SHORT = {
+ENFORCEMENT_SHORT = {  # short: the receipt line has two lines of 160 characters for everything
     "enforced": "enforced (balanced mode)",
-    "reminders": "reminders only (shadow mode)",
-    "off": "not enforced (Guard is off)",
-    "not_running": "not enforced (Guard's hooks are not running)",
-    "not_installed": "not enforced (Guard is not installed)",
-    "unconfirmed": "enforcement not confirmed",
+    "reminders": "reminders only (shadow)",
+    "off": "not enforced (Guard off)",
+    "not_running": "not enforced (Guard's hooks not running)",
+    "not_installed": "not enforced (no Guard)",
+    "unconfirmed": "enforcement unconfirmed",
 }
 # The model's header: whether Guard blocks the user's rules in this session.
 ENFORCEMENT_HEADERS = {
@@ -64,23 +64,22 @@ STRENGTH_VERBS = ("forbid", "must-not", "ask")
 
 
 def rule_strength(verb, statement):
-    """The receipt's words on what Guard does with a recorded rule: block (or pause, for `ask`) on a
-    structured one, only remind of natural language; a command prefix matches literally."""
+    """The receipt's short words on what Guard does with a recorded rule: block (pause, for `ask`) a
+    structured one, only remind of prose; a command prefix matches literally, so the `action:` rule
+    that covers its variants is named."""
     from intent_loop.intent.claims import split_prefix
     from intent_loop.intent.rule_grammar import rule_kind
 
     kind, value = rule_kind(split_prefix(statement)[1])
     if kind is None:
-        return " (natural language: Guard only reminds the agent of it; action:, tool: or command-prefix: rules " \
-               "can be blocked)"
-    does = "pause it for your approval" if verb == "ask" else "block it"
+        return " (prose: a reminder only)"
+    does = "Guard can pause it" if verb == "ask" else "Guard can block it"
     if kind != "command-prefix":
-        return f" (structured: Guard can {does})"
+        return f" ({does})"
     words = value.split()
     action = _PREFIX_ACTIONS.get(" ".join(words[:2])) or _PREFIX_ACTIONS.get(words[0] if words else "")
-    cover = f"`action:{action}` covers them" if action else "an `action:` rule covers its variants"
-    return (f" (structured: Guard can {does}; a command prefix matches literally, so `sudo {value}` or a "
-            f"reordered flag passes it: {cover})")
+    cover = f"`action:{action}` covers `sudo {value}`" if action else "an `action:` rule covers its variants"
+    return f" ({does}; a prefix matches literally: {cover})"
 
 
 def enforcement_header(state, *, stops=2):

@@ -184,7 +184,7 @@ class VerbRunner:
         self._join(command)
         if self.task_id is not None:
             try:
-                claim_id = tasks.resolve_claim(self.plan.task(self.task_id), command.arg)
+                claim_id = tasks.resolve_claim(self.plan.task(self.task_id), command.arg, state=self.plan.state)
             except IntentLoopError as exc:
                 if exc.code != ErrorCode.CLAIM_NOT_FOUND:
                     raise
@@ -245,7 +245,7 @@ class VerbRunner:
     def _replace(self, command):
         self._join(command)
         task = self._linked_task()
-        old_id = tasks.resolve_claim(task, command.arg)
+        old_id = tasks.resolve_claim(task, command.arg, state=self.plan.state)
         old = task["claims"][old_id]["claim"]
         verb = verb_for_claim(old["statement"], old["facets"], old["scope"])
         facet, scope, statement = build_claim(verb, command.text)
@@ -259,7 +259,7 @@ class VerbRunner:
         the rest of the task (Guard: requires_user -> allowed from the version this prompt publishes)."""
         self._join(command)
         task = self._linked_task()
-        old_id = tasks.resolve_claim(task, command.arg)
+        old_id = tasks.resolve_claim(task, command.arg, state=self.plan.state)
         prefix, rule = split_prefix(task["claims"][old_id]["claim"]["statement"])
         if prefix != "ask":
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"[{old_id[:8]}] is not an `ask:` claim; "
