@@ -344,3 +344,150 @@ def test_each_tools_schema_names_exactly_the_arguments_its_handler_takes():
             continue
         named = tuple(re.findall(r'"([a-z_]+)"', match.group(1)))
         assert sorted(named) == sorted(_argument_names(tool["name"])), tool["name"]
+
+
+# -- quoted receipts (issue 35, item 10): every `↳ Hook · intent-loop: ...` line the docs quote is
+# one the code can print. The receipt line (hook/prompt_answer.receipt_line) is its items joined by
+# `; `, the pinned ones first: Guard news a Stop left, the Guard line (ops/receipts.guard_text, with
+# the session's enforcement words after a published contract), the continuity notice
+# (hook/command_prompt.continuity_item, intent/continuity.moved_notice), the agent's proposals
+# (prompt_answer.proposal_items); then one item per typed line (receipts.OUTCOMES, a rejection as
+# `line N rejected ...`) and the extra items hook/ appends. Each form becomes a pattern whose
+# placeholders are wildcards, and a quote must be those items in that order.
+QUOTED_RECEIPT = re.compile(r"↳ Hook · intent-loop: (.+)$")
+_SENTINEL = re.compile("\x00(\\w+)\x00|\x01{8}|987654")
+_WILD = {"id": "[0-9a-f]{4,8}", "version": r"\d+", "verb": "[a-z][a-z-]*", "count": r"\d+", "left": r"\d+",
+         "any": ".+?"}
+_ITEM_WORDS = "(?:(?!; ).)*?"  # a placeholder inside one item: anything but the `; ` between items
+
+
+def _pattern(text):
+    """A text made with sentinels (`\\x00name\\x00`, an 8-char `\\x01` id, the version 987654) as a regex."""
+    out, at = [], 0
+    for match in _SENTINEL.finditer(text):
+        out.append(re.escape(text[at:match.start()]))
+        name = match.group(1) or ("version" if match.group(0) == "987654" else "id")
+        out.append(_WILD.get(name, _ITEM_WORDS))
+        at = match.end()
+    return "".join(out) + re.escape(text[at:])
+
+
+def _template_pattern(template):
+    """A str.format template (receipts.OUTCOMES) as a regex, its fields wildcards."""
+    import string
+
+    out = []
+    for literal, field, _spec, _conv in string.Formatter().parse(template):
+        out.append(re.escape(literal))
+        if field is not None:
+            out.append(_WILD["id"] if field.isdigit() else
+                       _WILD.get(field, ".+?" if field == "reason" else _ITEM_WORDS))
+    return "".join(out)
+
+
+def _returned_fstrings(function):
+    """Every f-string or string a function returns, its formatted values as wildcards (`.+?`)."""
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    patterns = []
+    for node in ast.walk(tree):
+        values = [node.value] if isinstance(node, ast.Return) and node.value is not None else []
+        values = [branch for value in values for branch in
+                  ((value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,))]
+        for value in values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                patterns.append(re.escape(value.value))
+            elif isinstance(value, ast.JoinedStr):
+                patterns.append("".join(re.escape(part.value) if isinstance(part, ast.Constant) else ".+?"
+                                        for part in value.values))
+    return patterns
+
+
+def _appended_items():
+    """The items hook/ appends to a receipt besides the entries: string or f-string arguments of
+    `items.append(...)` / `rows[-1].append(...)` and the like in the receipt's modules."""
+    patterns = []
+    for module in ("command_prompt", "prompt_answer", "telling"):
+        tree = ast.parse((LIB / "hook" / f"{module}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append" \
+                    and len(node.args) == 1:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    patterns.append(re.escape(arg.value))
+                elif isinstance(arg, ast.JoinedStr):
+                    patterns.append("".join(re.escape(p.value) if isinstance(p, ast.Constant) else _ITEM_WORDS
+                                            for p in arg.values))
+    return patterns
+
+
+def _receipt_grammar():
+    from intent_loop.hook import command_prompt
+    from intent_loop.intent import continuity
+    from intent_loop.intent.views import SCOPE_WORDS, proposal_text
+    from intent_loop.ops import receipts
+    from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT
+
+    sid = "\x01" * 36
+    publications = [{"action": "published", "version": 987654}, {"action": "rewritten", "version": 987654},
+                    {"action": "rewritten", "version": 987654, "repaired": "\x00any\x00"},
+                    {"action": "removed", "reason": "\x00any\x00"},
+                    {"action": "absent", "reason": "\x00any\x00"},
+                    {"action": "absent", "reason": "\x00any\x00", "code": "\x00code\x00"}]
+    publications += [{"action": "restored", "version": 987654, "restored": found, "moved": moved}
+                     for found in [*receipts.TAKEOVERS, None] for moved in (None, "\x00any\x00")]
+    guard = [_pattern(receipts.guard_text(p)) for p in publications]
+    enforced = "|".join(re.escape(words) for words in ENFORCEMENT_SHORT.values())
+    news = [_pattern(receipts.guard_news_text(n)) for n in
+            [{"restored": found, "version": 987654} for found in receipts.TAKEOVERS]
+            + [{"repaired": shape, "version": 987654} for shape in receipts.DAMAGES]
+            + [{"code": "DEADLINE_EXCEEDED"}]]
+    notice = _returned_fstrings(command_prompt.continuity_item) + _returned_fstrings(continuity.moved_notice)
+    proposals = [_pattern(proposal_text({"candidate_id": sid, "statement": "must: \x00any\x00", "facets": ["outcome"],
+                                         "scope": scope, "task_id": task}, session_task=sid[:-1] + "\x02")
+                          .replace("\x02", "")).replace(re.escape("must: ") + ".+?", ".+?")
+                 for scope in SCOPE_WORDS for task in (None, sid)]
+    entries = [_template_pattern(t) for t in receipts.OUTCOMES.values()]
+    entries.append(r"line \d+ " + _template_pattern(receipts.OUTCOMES["rejected"]))
+    groups = [(news, "?"), ([f"(?:{'|'.join(guard)})(?:, (?:{enforced}))?"], "?"), (notice, "?"),
+              (proposals, "{0,2}"), (entries + _appended_items(), "*")]
+    return re.compile("".join(f"(?:(?:{'|'.join(forms)})(?:; |\\Z)){count}" for forms, count in groups) + r"\Z")
+
+
+def _quoted_receipts(paths=DOC_FILES):
+    for path in paths:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            match = QUOTED_RECEIPT.search(line)
+            if match:
+                yield f"{path.relative_to(ROOT)}:{number}", match.group(1).rstrip("`").rstrip()
+
+
+def test_every_quoted_receipt_is_one_the_code_prints():
+    grammar = _receipt_grammar()
+    quotes = list(_quoted_receipts())
+    assert quotes, "no quoted receipt found: the test would pass blind"
+    stale = [f"{where}: {body}" for where, body in quotes if not grammar.fullmatch(body)]
+    assert not stale, "receipts the code no longer prints (or in another order):\n" + "\n".join(stale)
+
+
+def test_the_receipt_check_catches_a_stale_quote():
+    grammar = _receipt_grammar()
+    current = ["Guard contract v1, reminders only (shadow); recorded goal [68af2273]",
+               "Guard contract v2, reminders only (shadow); joined the current task 562972b9 (started 2 hours "
+               "ago); `intent: new` starts a fresh one; recorded must [a41c09d2]",
+               "recorded must-not [a41c09d2] (Guard can block it); line 2 rejected (UNKNOWN_VERB): see `intent: help`",
+               "Guard's contract now holds task 562972b9 (goal: Fix the login), changed in another session 2 "
+               "minutes ago; `intent: resume 1a2b3c4d` switches back to task 1a2b3c4d; recorded goal [68af2273]",
+               "agent proposes [d4e58df6] must: keep it small (for this task): `intent: confirm d4e58df6` makes it "
+               "yours; recorded goal [68af2273]"]
+    for body in current:
+        assert grammar.fullmatch(body), body
+    stale = ["recorded goal [68af2273]; Guard contract v1, reminders only (shadow)",  # the Guard line comes first
+             "Guard contract v1, reminders only (shadow mode); recorded goal [68af2273]",  # older words
+             "Guard contract v1; recorded goal 68af2273",  # the id without its brackets
+             "recorded goal [68af2273]; Guard contract v1",
+             "published Guard contract v1; recorded goal [68af2273]"]
+    for body in stale:
+        assert not grammar.fullmatch(body), body
