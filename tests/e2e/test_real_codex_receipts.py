@@ -33,6 +33,8 @@ from test_real_codex import (  # noqa: E402
     session_id_of,
 )
 
+from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT  # noqa: E402
+
 mock_model = base.mock_model  # the fixtures, by the names the tests ask for
 codex_env = base.codex_env
 
@@ -107,7 +109,8 @@ def test_tui_shows_the_receipt_and_answers_show_locally(mock_model, codex_env):
         _submit(tmux, "intent: goal Fix the TUI receipt loop")  # a claim verb: it goes to the model too
         if not _wait_for(lambda: server.response_bodies(), min(deadline, time.monotonic() + 10)):
             tmux.press("Enter")  # a first Enter swallowed while the TUI was still busy
-        receipt = "intent-loop: Guard contract v1; recorded goal ["  # the Guard line first (issue 22)
+        # the Guard line first (issue 22), with what Guard enforces (issue 34: no Guard in this Codex home)
+        receipt = f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; recorded goal ["
         assert _wait_for(lambda: receipt in tmux.screen(), deadline), tmux.screen()
         assert _wait_for(lambda: "Done." in tmux.screen(), deadline), tmux.screen()
         requests = len(server.response_bodies())
@@ -137,7 +140,8 @@ def test_tui_local_command_typed_while_a_turn_runs(mock_model, codex_env):
     try:
         _start(tmux, deadline)
         _submit(tmux, "intent: goal Fix the steering loop")
-        receipt = "intent-loop: Guard contract v1; recorded goal ["  # the Guard line first (issue 22)
+        # the Guard line first (issue 22), with what Guard enforces (issue 34: no Guard in this Codex home)
+        receipt = f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; recorded goal ["
         assert _wait_for(lambda: receipt in tmux.screen(), deadline), tmux.screen()
         server.gate.clear()
         _submit(tmux, "Now a second turn that the model is slow to answer")

@@ -60,7 +60,9 @@ class _Client:
         envelope = result["structuredContent"]
         assert result["isError"] is (not envelope["ok"])
         assert result["content"][0]["text"].startswith("intent-loop: ")  # one sentence for a person
-        assert json.loads(result["content"][1]["text"]) == envelope
+        from intent_loop.mcp.envelope import shown
+
+        assert json.loads(result["content"][1]["text"]) == shown(envelope)  # ids cut to 8 hex characters
         return envelope
 
 

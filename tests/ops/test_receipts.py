@@ -9,6 +9,7 @@ import pytest
 from helpers import hook_binaries
 from helpers.dist import requires_dist
 from helpers.hook_binaries import DIST, hold_project_lock, hook, prompt_payload
+from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT, enforcement_explained
 
 pytestmark = requires_dist
 env = hook_binaries.env  # the fixtures, by the names the tests ask for
@@ -36,10 +37,14 @@ def test_receipt_line_names_verbs_ids_rejections_and_the_contract_version(env, w
     message = answer["systemMessage"]
     ids = _claim_ids(env, ws)
     # the Guard line first: it is never cut (the rest may be), then each line in the order typed
-    assert message.startswith(f"intent-loop: Guard contract v1; recorded goal [{ids[0]}]")
+    assert message.startswith(f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; "
+                              f"recorded goal [{ids[0]}]")
     assert f"recorded must [{ids[1]}]" in message
     assert "line 3 rejected (UNKNOWN_VERB)" in message and "did you mean `goal`" in message
-    assert all(len(line) <= 160 for line in message.splitlines()) and len(message.splitlines()) <= 2
+    # two lines of at most 160 characters; what Guard enforces follows once a session on its own line
+    line, told = message.split("\nintent-loop: ")
+    assert all(len(row) <= 160 for row in line.splitlines()) and len(line.splitlines()) <= 2
+    assert told == enforcement_explained({"state": "not_installed"})
     assert "intent-loop receipt" in _context(answer)  # the model keeps its receipt and view
     assert "decision" not in answer
 
