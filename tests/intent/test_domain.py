@@ -382,7 +382,7 @@ def test_private_mode_leaves_no_semantic_bytes(project, workspace):
     assert ledger_count(project) == count
     # the hook context is only the fixed notice
     _tid, text = apply_commands.session_context(state_of(project), project, SESSION)
-    assert text == apply_commands.PRIVATE_NOTICE
+    assert text.startswith(apply_commands.PRIVATE_NOTICE) and "durable public goal" not in text
     assert _scan(project.data_root, secrets) == []
     assert _scan(workspace, secrets) == []
     # `intent: on` removes the control file
@@ -390,16 +390,30 @@ def test_private_mode_leaves_no_semantic_bytes(project, workspace):
     assert not receipt.rejected, receipt.rejected
     assert private_mode.read_control(project, SESSION) is None
     assert os.listdir(project.private_dir) == []
-    assert linked(project)["mode"] == "on"
+    assert linked(project)["task_id"] == first_task and linked(project)["mode"] == "on"  # back to the current task
     assert _scan(project.data_root, secrets) == []
 
 
-def test_private_on_empty_task_sets_mode(project, workspace):
-    run(project, workspace, "intent: new")
+def test_private_makes_only_this_session_private_and_leaves_the_current_task(project, workspace):
+    """Issue 35 item 8: the workspace's current task, and so Guard's contract, stay as they were;
+    verbs aimed at the durable task are refused until `intent: on`."""
+    from intent_loop.intent.continuity import current_task_id
+
+    run(project, workspace, "intent: goal ship it\nintent: ask action:publish")
     task_id = linked(project)["task_id"]
+    ask = next(cid for cid, r in linked(project)["claims"].items() if "publish" in r["claim"]["statement"])
     run(project, workspace, "intent: private")
-    assert linked(project)["task_id"] == task_id and linked(project)["mode"] == "private"
-    assert private_mode.read_control(project, SESSION)["task_id"] == task_id
+    assert current_task_id(state_of(project)) == task_id
+    assert linked(project)["mode"] == "private" and linked(project)["task_id"] != task_id
+    assert private_mode.read_control(project, SESSION)["task_id"] == linked(project)["task_id"]
+    for line in (f"intent: approve {ask[:8]}", f"intent: drop {ask[:8]}", f"intent: replace {ask[:8]} allow: x",
+                 "intent: confirm d4e58df6", "intent: dismiss d4e58df6"):
+        receipt = run(project, workspace, line)
+        assert [e.code for e in receipt.rejected] == [ErrorCode.TASK_PRIVATE], (line, receipt.entries)
+        assert "intent: on" in receipt.rejected[0].reason
+    assert current_task_id(state_of(project)) == task_id
+    run(project, workspace, "intent: on")
+    assert linked(project)["task_id"] == task_id and current_task_id(state_of(project)) == task_id
 
 
 def test_private_control_cas_sequential(project):

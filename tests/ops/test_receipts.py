@@ -52,7 +52,8 @@ def test_receipt_line_names_verbs_ids_rejections_and_the_contract_version(env, w
 def test_receipt_line_keeps_two_lines_and_counts_the_rest(env, ws):
     prompt = "go\n" + "\n".join(f"intent: must keep rule number {n} intact" for n in range(30))
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, prompt), env)
-    lines = answer["systemMessage"].splitlines()
+    receipt, _told = answer["systemMessage"].split("\nintent-loop: ")  # then what Guard enforces, once
+    lines = receipt.splitlines()
     assert len(lines) == 2 and all(len(line) <= 160 for line in lines)
     assert lines[1].endswith(" more: intent: show") and "; +" in lines[1]
 
@@ -75,7 +76,8 @@ def test_show_alone_is_answered_locally_with_the_cli_view(env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it\nintent: must keep tests green"), env)
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: show", turn="t-2"), env)
     assert set(answer) == {"continue", "decision", "reason"} and answer["decision"] == "block"
-    assert answer["reason"].endswith(_cli_show(env, ws))
+    # the same view and Guard line; the CLI adds when the hooks saw Guard's state (it cannot see it itself)
+    assert answer["reason"].endswith(_cli_show(env, ws).rsplit(", as the hooks saw it ", 1)[0])
 
 
 def test_help_and_rejections_alone_are_answered_locally(env, ws):

@@ -52,21 +52,20 @@ Write `intent: <verb> ...` alone on a prompt line to record what you ask for:
   prefer <text>        a soft preference
   tradeoff <text>      an accepted tradeoff
   always <text>        a rule for all future tasks
-Rules: action:<read|write|delete|network|publish|...>, tool:<name>, command-prefix:<cmd>, or prose.
-  Guard (EFG_MODE=balanced) blocks the structured ones, reminds of prose; command-prefix: matches
-  literally (`sudo rm -rf` passes `rm -rf`): action:delete covers the variants.
+Rules Guard blocks (EFG_MODE=balanced): action:<delete|network|write|...>, tool:<name>,
+  command-prefix:<cmd> (literal); prose only reminds.
   show                 this task's claims and ids
   help                 this list
   new [label]          start a fresh task
   resume [id]          the current task, or <id>
   drop <id>            drop a claim/proposal
-  replace <id> <text>  supersede a claim, same verb
+  replace <id> <text>  supersede a claim
   approve <id>         grant an ask: rule for the task
   confirm <id>...      make agent proposals yours
   dismiss <id>...      refuse proposals
-  private              record nothing for this session
+  private              this session records nothing
   off / on             stop / restart recording this task
-One line per claim, at most 500 characters including its field prefix; secrets are redacted."""
+One line per claim, at most 500 characters; secrets are redacted."""
 
 
 def verb_for_claim(statement, facets, scope):

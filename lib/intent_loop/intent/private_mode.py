@@ -101,13 +101,14 @@ def release_task_controls(paths, task_id):
 def repair_after_retry(paths, session_hash, state):
     """An exact retry of a prompt is replayed without running its plan, so a crash between its
     events and its control change would leave them apart for good. Under the lock, make the
-    session's control agree with the task's recorded mode again: a control naming a task that is no
-    longer private is removed (the retried `on`, `off` or `new` finishes its cleanup)."""
+    session's control agree with the recorded state again: a control naming a task that is no longer
+    private, or that the session left (`intent: on` links it back to the current task), is removed
+    (the retried `on`, `off` or `new` finishes its cleanup)."""
     current = read_control(paths, session_hash)
     if current is None:
         return False
     task = state["tasks"].get(current.get("task_id"))
-    if task is not None and task["mode"] == "private":
-        return False
+    if task is not None and task["mode"] == "private" and state["sessions"].get(session_hash) == task["task_id"]:
+        return False  # still this session's private task: private mode goes on
     fast_os.unlink(control_path(paths, session_hash))
     return True

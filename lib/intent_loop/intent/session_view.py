@@ -27,6 +27,15 @@ def _view(state, task_id, budget=HOOK_BUDGET, guard=None):
     return text
 
 
+def private_notice(place, guard=None):
+    """What a private session is told: nothing of it is recorded, and what Guard still enforces there
+    (Guard reads one contract per workspace: the current task's, which private mode leaves in place)."""
+    if place.current is None or place.current_standing != "on":
+        return PRIVATE_NOTICE
+    return (f"{PRIVATE_NOTICE} Guard still applies the contract of the workspace's current task "
+            f"{place.current[:8]} here." + (f" {guard}" if guard else ""))
+
+
 def session_context(state, paths, session_hash, *, place=None, now=None, guard=None):
     """(task_id, text) that hooks may show for a session: a hook view or a fixed notice, or
     (task_id, None) when there is nothing to show. A session linked to an older task is shown the
@@ -35,7 +44,7 @@ def session_context(state, paths, session_hash, *, place=None, now=None, guard=N
     `guard`: the view header's sentence on what Guard blocks in this session."""
     place = place if place is not None else continuity.Place(state, paths, session_hash)
     if place.own_control:
-        return place.linked, PRIVATE_NOTICE
+        return place.linked, private_notice(place, guard)
     if place.kind == "empty":
         return None, None
     if place.kind == "unlinked":
@@ -72,6 +81,6 @@ def subagent_context(state, paths, session_hash, *, place, guard=None):
     if place.kind == "unlinked" and not place.follows:  # the user's choice to make, not the subagent's
         return None
     _task_id, text = session_context(state, paths, session_hash, place=place, guard=guard)
-    if text is None or text == PRIVATE_NOTICE:
+    if text is None or text.startswith(PRIVATE_NOTICE):
         return text
     return SUBAGENT_HEADER + "\n" + text

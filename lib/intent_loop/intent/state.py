@@ -47,7 +47,9 @@ class ProjectReducer:
     never cached.
     """
 
-    version = "project-state-4"  # 3: contract_floors; 4: hidden claims in their own shard (claim_records.py)
+    # 3: contract_floors; 4: hidden claims in their own shard (claim_records.py); 5: a private task never
+    # becomes the current task (caches of 4 are rebuilt from the ledger)
+    version = "project-state-5"
     wants_position = True  # fold_lines passes each line's (offset, length)
 
     def initial(self):
@@ -70,7 +72,10 @@ class ProjectReducer:
             if event["actor"] != AGENT_ACTOR and (event["event_type"] in CLAIM_CHANGING or makes_current(event)):
                 task["changed_seq"] = state["seq"]
                 task["changed_at"] = event["occurred_at"]
-                state["last_change"] = {"task_id": task["task_id"], "seq": state["seq"]}
+                # a private task is one session's (issue 35 item 8): it never becomes the workspace's
+                # current task, so `intent: private` leaves what Guard enforces for the others as it was
+                if task["mode"] != "private":
+                    state["last_change"] = {"task_id": task["task_id"], "seq": state["seq"]}
 
     # -- the cache: a small root, shards, and text read back from the ledger (intent/state_cache.py)
     def cache_split(self, state):

@@ -36,6 +36,9 @@ def intent_get_snapshot(call):
 
         return {"text": "", "claims": [], "proposals": [], "note": NO_TASK_MESSAGE}
     task = call.state["tasks"][task_id]
+    if call.private_to_another_session(task_id):
+        return {"text": f"task {task_id[:8]} is private to another session: nothing of it is shown",
+                "claims": [], "proposals": [], "private": True}
     if call.is_private(task_id):
         records = call.memory.records(call.binding.session)
         lines = [PRIVATE_NOTICE] + [f"- [{r['claim']['claim_id'][:8]}] {r['claim']['statement']} "

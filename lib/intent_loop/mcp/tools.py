@@ -124,13 +124,26 @@ class Call:
         return self.task_id
 
     def is_private(self, task_id):
-        """The session's private control or the task's mode, checked on every call as the hooks do."""
-        from intent_loop.intent.private_mode import read_control
+        """The hooks' rule (private_mode.is_private_here), checked on every call: this session's
+        private control, the task's mode, or any session's control naming the task."""
+        from intent_loop.intent.private_mode import controls_for_task
 
-        if self.binding.session is not None and read_control(self.paths, self.binding.session) is not None:
+        if self.is_private_session():
             return True
         task = self.state["tasks"].get(task_id)
-        return task is not None and task["mode"] == "private"
+        return task is not None and (task["mode"] == "private" or bool(controls_for_task(self.paths, task_id)))
+
+    def private_to_another_session(self, task_id):
+        """Another session's private control names the task, and this session holds none."""
+        from intent_loop.intent.private_mode import controls_for_task
+
+        return not self.is_private_session() and bool(controls_for_task(self.paths, task_id))
+
+    def is_private_session(self):
+        """This session holds a private control: it is in private mode."""
+        from intent_loop.intent.private_mode import read_control
+
+        return self.binding.session is not None and read_control(self.paths, self.binding.session) is not None
 
     def request_id(self):
         """`mcp:` + SHA-256 of the session, Codex's turn and call ids (or the model's own key) and the

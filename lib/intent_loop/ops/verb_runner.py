@@ -180,6 +180,7 @@ class VerbRunner:
 
     def _drop(self, command):
         """A claim of this task, or an agent's open proposal: the user may drop either by its id."""
+        self._refuse_in_private(command)
         claim_id, missing = None, None
         self._join(command)
         if self.task_id is not None:
@@ -219,6 +220,7 @@ class VerbRunner:
     def _confirm(self, command):
         """A confirmed claim joins this session's task, never the task the agent proposed it in: no
         sequence of MCP calls plus one confirmation moves what Guard enforces to another task."""
+        self._refuse_in_private(command)
         found = self._candidates(command)
         if self.task_id is None:
             if self.place.current is not None:
@@ -234,6 +236,7 @@ class VerbRunner:
         self.receipt.add(command, "confirmed", ids, task=self.task_id[:8])
 
     def _dismiss(self, command):
+        self._refuse_in_private(command)
         for candidate in self._candidates(command):
             self._dismiss_one(command, candidate)
 
@@ -243,6 +246,7 @@ class VerbRunner:
         self.receipt.add(command, "dismissed", [candidate["candidate_id"]], what=what)
 
     def _replace(self, command):
+        self._refuse_in_private(command)
         self._join(command)
         task = self._linked_task()
         old_id = tasks.resolve_claim(task, command.arg, state=self.plan.state)
@@ -257,6 +261,7 @@ class VerbRunner:
     def _approve(self, command):
         """Grant a pending `ask:` rule: one replacement by an `allow:` claim of the same rule, in force for
         the rest of the task (Guard: requires_user -> allowed from the version this prompt publishes)."""
+        self._refuse_in_private(command)
         self._join(command)
         task = self._linked_task()
         old_id = tasks.resolve_claim(task, command.arg, state=self.plan.state)
@@ -271,15 +276,22 @@ class VerbRunner:
         self.receipt.add(command, "approved", [old_id, short_id(claim["claim_id"])], rule=rule)
 
     def _private(self, command):
-        task_id = self.task_id
-        task = self.plan.state["tasks"].get(task_id)
-        if task is None or task["claims"]:
-            task_id = tasks.start_task(self.plan, task_id=self._new_task_id(), mode="private",
-                                       session_hash=self.session_hash)
-        else:
-            tasks.set_mode(self.plan, task_id=task_id, mode="private")
+        """Only this session goes private (issue 35 item 8): a private task of its own, never the
+        workspace's current one (the reducer keeps it so), so the current task and what Guard
+        enforces for every other session stay as they were."""
+        if self.control is not None:  # private already: the same control, said again
+            self.receipt.add(command, "private")
+            return
+        task_id = tasks.start_task(self.plan, task_id=self._new_task_id(), mode="private",
+                                   session_hash=self.session_hash)
         self.control_change = ("claim", task_id)
         self.receipt.add(command, "private")
+
+    def _refuse_in_private(self, command):
+        """A verb aimed at the durable task, typed in a private session: nothing from it is recorded."""
+        if self.control is not None:
+            raise IntentLoopError(ErrorCode.TASK_PRIVATE, f"this session is private, so `intent: {command.verb}` "
+                                                          "changes nothing; `intent: on` leaves private mode first")
 
     def _off(self, command):
         if self.control is not None:
@@ -294,8 +306,14 @@ class VerbRunner:
         self.receipt.add(command, "off")
 
     def _on(self, command):
-        if self.control is not None:
+        if self.control is not None:  # leaving private mode: back to following the current task
             self.control_change = ("release", self.control["task_id"])
+            private_task = self.plan.state["tasks"].get(self.control["task_id"])
+            if private_task is not None and private_task["mode"] == "private" and self.place.current is not None \
+                    and self.place.current != private_task["task_id"]:
+                tasks.link_session(self.plan, task_id=self.place.current, session_hash=self.session_hash)
+                self.receipt.add(command, "on")
+                return
         if self.task_id is None and self.place.current_standing == "off":  # the current task, turned off
             tasks.link_session(self.plan, task_id=self.place.current, session_hash=self.session_hash)
         elif self.task_id is None and self.place.current is not None:
