@@ -51,3 +51,26 @@ def test_a_claim_of_another_task_is_named_with_its_task_and_the_resume_command(h
     answer = hooks.prompt("sess-B", f"intent: drop {network[:8]}", "4")
     assert "(CLAIM_NOT_FOUND)" in answer["reason"]
     assert f"task {task_a[:8]}" in answer["reason"] and f"`intent: resume {task_a[:8]}`" in answer["reason"]
+
+
+def _ledger_lines(hooks):
+    with open(hooks.paths().ledger, "rb") as ledger:
+        return ledger.read().count(b"\n")
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_private_sessions_stop_records_no_signal(hooks, private):
+    """Issue 35 item 8: nothing of a private session is recorded, its turn's end included (the
+    control case, a session that is not private, shows the Stop does record its hash-only signal)."""
+    import time
+
+    hooks.prompt("sess-A", "intent: goal ship the parser", "1")
+    if private:
+        hooks.prompt("sess-A", "intent: private", "2")
+    before = _ledger_lines(hooks)
+    hooks("Stop", "sess-A", turn_id="3", stop_hook_active=False, last_assistant_message="Done.")
+    deadline = time.monotonic() + 10
+    while not private and _ledger_lines(hooks) == before and time.monotonic() < deadline:
+        time.sleep(0.05)  # the Stop records after its answer, in its child
+    time.sleep(0.3 if private else 0)
+    assert (_ledger_lines(hooks) > before) is (not private)
