@@ -1,7 +1,9 @@
 """The read tools: status, the snapshot, open proposals and candidates, the portable export.
 
-A session with no linked task (most sessions, and every subagent's) reads an empty snapshot; a
-private session reads only what it recorded in this process's memory, as the hooks show it nothing.
+Which task a call reads is the hooks' continuity rule (docs/hooks.md): the session's own task, else
+the workspace's current task it follows (a thread Codex opened after `/clear`, a subagent's), else
+nothing. A private session reads only what it recorded in this process's memory, as the hooks show
+it nothing; another session's private task is named as such and shows nothing.
 """
 from intent_loop.intent.claim_records import full_record, light_active
 from intent_loop.intent.session_view import OFF_NOTICE, PRIVATE_NOTICE
