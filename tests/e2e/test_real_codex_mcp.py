@@ -94,6 +94,12 @@ def test_real_codex_calls_the_snapshot_and_records_evidence_shown_later_only_as_
                                                "intent: must-not action:network\n")
     calls = {item["tool"]: item for item in tool_calls(out)}
     assert set(calls) == {"intent_get_snapshot", "intent_add_evidence"}, out
+    # the server's instructions reach the model as its tool namespace's description (issue 34 item 7:
+    # the agent is the messenger when `intent:` lines got no receipt)
+    from intent_loop.mcp.server import INSTRUCTIONS
+
+    tools = json.dumps(server.response_bodies()[0].get("tools"))
+    assert json.dumps(INSTRUCTIONS) in tools, tools[:2000]
     assert all(item["status"] == "completed" and item["server"] == "intent_loop" for item in calls.values()), out
     snapshot = structured(calls["intent_get_snapshot"])
     assert snapshot["ok"], snapshot

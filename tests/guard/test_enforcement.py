@@ -154,6 +154,15 @@ def test_each_state_is_told_with_its_cause_on_every_surface(host, setup, state, 
     check = next(c for c in json.loads(out)["checks"] if c["name"] == "guard")
     assert check["ok"] is (state != "not_running")
     assert words.ENFORCEMENT_SHORT[state] in check["detail"]
+    # the MCP server, which Codex starts with HOME, LANG, PATH and TMPDIR only
+    from helpers.mcp_client import InProcessMcp
+
+    with InProcessMcp({"HOME": host.env["HOME"], "PATH": host.env["PATH"],
+                       "INTENT_LOOP_DATA_DIR": host.env["INTENT_LOOP_DATA_DIR"]}) as server:
+        server.initialize()
+        status = server.call("intent_status", workspace=str(host.ws), thread="s-1")["result"]
+    assert (status["enforcement"]["state"], status["enforcement"]["cause"]) == (state, cause)
+    assert status["enforcement"]["summary"] == words.enforcement_summary(status["enforcement"])
 
 
 def test_the_explanation_is_told_once_a_session_and_again_when_the_state_changes(host):
