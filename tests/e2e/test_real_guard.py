@@ -29,7 +29,7 @@ show it ran, in which mode, and what it decided for each command.
 
 Codex runs with sandbox_mode workspace-write (what users run; approval_policy never), so what Guard
 lets through really runs (`touch x` creates x). The Codex homes, where Guard keeps its records, lie
-outside /tmp (in the checkout's ignored .cache/e2e-homes/, removed at the end): records the agent could
+outside /tmp (in /var/lib/intent-loop-tests/, removed at the end): records the agent could
 write (the workspace, /tmp) prove nothing, and intent-loop says so ("unconfirmed"); a user's ~/.codex is
 not under /tmp either. The workspaces stay in pytest's temporary directory.
 """
@@ -68,7 +68,9 @@ IL_PLUGIN_ID = "intent-loop@intent-loop"
 # Guard 0.2.2 lies in shared/ beside the checkout (CI lays a copy there), else where this workplace keeps it
 GUARD_FOLDER = next((place for place in (ROOT.parent / "shared" / "efg-0.2.2", Path("/work/shared/efg-0.2.2"))
                      if (place / ".agents" / "plugins" / "marketplace.json").is_file()), None)
-HOMES = ROOT / ".cache" / "e2e-homes"  # ignored by git (so never in a fresh_repository), not under /tmp
+# Outside the temp directories wherever the checkout lies (CI may clone it under /tmp): Guard records
+# the agent could write (the workspace, a temp directory) prove nothing, and intent-loop says so
+HOMES = Path("/var/lib/intent-loop-tests")
 TURN_TIMEOUT = 90
 DENIED = "Command blocked by PreToolUse hook: "
 GUARD = "Execution Fidelity Guard"
@@ -141,8 +143,12 @@ def host(tmp_path_factory):
     """The offline namespace, the mock model and both plugins' git repositories; Host.codex_home()
     installs from them, served over git's smart HTTP on loopback."""
     base = tmp_path_factory.mktemp("real-guard")
-    HOMES.mkdir(parents=True, exist_ok=True)
-    homes = Path(tempfile.mkdtemp(prefix="real-guard-", dir=HOMES))
+    try:
+        HOMES.mkdir(mode=0o755, parents=True, exist_ok=True)
+        homes = Path(tempfile.mkdtemp(prefix="real-guard-", dir=HOMES))
+    except PermissionError:
+        pytest.skip(f"{HOMES} cannot be created: Codex homes under a temp directory give Guard records that "
+                    "prove nothing")
     with contextlib.ExitStack() as stack:
         stack.callback(shutil.rmtree, homes, ignore_errors=True)
         netns, how = _offline_namespace()

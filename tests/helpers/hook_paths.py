@@ -54,12 +54,11 @@ PATH_MODULES = {
     # and a small read), the Codex process's start time (base/host_process, moved out of
     # hook/exposure), and the words (ops, ops/enforcement_words): +5
     "SessionStart resume": 45,
-    # issue 34: this run is the session's first prompt after its SessionStart, which confirms what
-    # Guard enforces and tells the user once (+7: guard/enforcement, efg_state, ops/enforcement_words,
-    # the seen record's writer, the receipt line's hook/prompt_answer, and hook/telling, what the
-    # prompt paths tell, split from hook/handlers at the 400-line cap); a later prompt checks the
-    # told verdict only (guard/enforcement and hook/telling: 39)
-    "prompt without commands": 44,
+    # issue 34: a prompt checks the verdict on Guard its session was told (guard/enforcement, +1) and
+    # what the prompt paths tell moved from hook/handlers (400-line cap) to hook/telling (+1). A
+    # session's FIRST prompt also confirms the verdict and tells the user once: 44 (guard/efg_state,
+    # ops/enforcement_words, the seen record's writer, hook/prompt_answer for the receipt line)
+    "prompt without commands": 39,
     # issue 27: a command prompt forks a child to finish its transaction's derived work after the
     # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split
     # what each verb does (ops/verb_runner) from running them as one mutation (+1), and redact.py

@@ -75,23 +75,21 @@ def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_pa
 
 
 def _path_runs(tmp_path):
+    """Each path run twice and counted the second time, as tests/bench/import_cost.py counts it: the
+    steady state (a session's first prompt also confirms what Guard enforces: see hook_paths.py)."""
+    from bench.import_cost import payloads
+
     ws = tmp_path / "ws"
     ws.mkdir()
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(tmp_path / "d")}
-    base = {"transcript_path": None, "cwd": str(ws), "model": "m", "permission_mode": "default", "session_id": "s-1"}
-    _run("UserPromptSubmit", dict(base, turn_id="t-0", hook_event_name="UserPromptSubmit",
-                                  prompt="intent: goal ship the parser"), env)
-    runs = {
-        "SessionStart resume": ("SessionStart", dict(base, hook_event_name="SessionStart", source="resume")),
-        "prompt without commands": ("UserPromptSubmit", dict(base, turn_id="t-1", hook_event_name="UserPromptSubmit",
-                                                             prompt="please go on")),
-        "prompt with two commands": ("UserPromptSubmit", dict(base, turn_id="t-2", hook_event_name="UserPromptSubmit",
-                                                              prompt="intent: must keep the API\n"
-                                                                     "intent: include src/")),
-        "Stop": ("Stop", dict(base, turn_id="t-2", hook_event_name="Stop", stop_hook_active=False,
-                              last_assistant_message="Done.")),
-    }
-    return {name: _run(event, payload, env)[1] for name, (event, payload) in runs.items()}
+    event, payload = payloads(ws, 0)["prompt with two commands"]
+    _run(event, dict(payload, prompt="intent: goal ship the parser"), env)
+    counted = {}
+    for name in PATH_MODULES:
+        for n in range(2):
+            event, payload = payloads(ws, n)[name]
+            counted[name] = _run(event, payload, env)[1]
+    return counted
 
 
 def test_each_hook_path_loads_its_pinned_number_of_modules(tmp_path):
