@@ -6,8 +6,6 @@ model gets after prompts answered without it, and the CLI's `claim add`. The cha
 `outcome`, never on words, so a new outcome cannot silently drop out of it (tests/ops/test_receipts.py
 runs every outcome through every rendering).
 """
-from intent_loop.intent.event_types import REPUBLISHES
-
 # outcome -> (words, whether it changed the recorded intent: it then joins the change note)
 OUTCOMES = {
     "recorded": "recorded {verb} [{0}]{strength}",
@@ -301,11 +299,3 @@ class Receipt:
     @property
     def changes(self):
         return [e for e in self.entries if e.is_change]
-
-    def projection_may_have_changed(self):
-        return any(e["event_type"] in REPUBLISHES for e in self.events)
-
-
-# Where this session lies outside the threat model (hook/exposure.py; docs/security.md): told to the
-# user once a session, at SessionStart, and by doctor's `sandbox` check. Each says what the agent can
-# do there and how to leave that state.
