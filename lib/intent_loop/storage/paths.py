@@ -10,7 +10,6 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 PROJECT_ID_DOMAIN = b"intent-loop-project-v1\x00"
 SESSION_DOMAIN = "intent-loop-session-v1\0"
 DIR_MODE = 0o700
-FILE_MODE = 0o600
 
 
 def resolve_data_root(env, *, executable=None, home=None):
@@ -26,12 +25,6 @@ def resolve_data_root(env, *, executable=None, home=None):
             "or create ~/.codex",
         )
     return found
-
-
-def canonical_project_root(path):
-    """The realpath of an absolute, existing, local directory (the hook payload's cwd), spelled as
-    the filesystem stores it (platform.on_disk_spelling: one directory is one project)."""
-    return root_spellings(path)[1]
 
 
 def root_spellings(path):
