@@ -142,10 +142,6 @@ class RequestAssembler:
         self.remaining = 0
         self.held = []
 
-    @property
-    def is_open(self):
-        return self.remaining > 0
-
     def add(self, event, line_no):
         """The events that are now complete (in order), or None while a request is still open."""
         count = event["payload"].get(REQUEST_EVENT_COUNT)
@@ -256,17 +252,6 @@ def read_range(fd, start, end):
             break
         done += got
     return bytes(view[:done])
-
-
-def _read_ledger(paths):
-    """The ledger's bytes and stat, or (None, None) when absent; refuses unsafe files."""
-    fd, fst = open_ledger(paths)
-    if fd is None:
-        return None, None
-    try:
-        return read_range(fd, 0, fst.st_size), fst
-    finally:
-        fast_os.close(fd)
 
 
 def is_project_present(paths):
