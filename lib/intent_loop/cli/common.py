@@ -220,5 +220,3 @@ def add_task_option(parser, *, default="the most recently changed task"):
     parser.add_argument("--task", metavar="ID", help=f"a task id or unique prefix (default: {default})")
 
 
-def stable_dumps(value):
-    return dumps(value)
