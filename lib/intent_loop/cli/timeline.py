@@ -30,11 +30,6 @@ def _parse_time(text, option):
     return parse_epoch(text)
 
 
-def read_events(paths):
-    """Every verified event of the ledger in order (full verification; raises on damage)."""
-    return verify_all(paths, EventList()).state
-
-
 def _claim_summary(claim):
     return {"claim_id": claim["claim_id"], "statement": claim["statement"]}
 
