@@ -109,11 +109,6 @@ def is_kernel_lock_held(fd):
     return False
 
 
-def unlock(fd):
-    fcntl = _fcntl()
-    fcntl.flock(fd, fcntl.LOCK_UN)
-
-
 def fsync_file(fd):
     """Flush a file to stable storage.
 
