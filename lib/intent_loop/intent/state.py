@@ -260,11 +260,6 @@ def active_claims(task):
     return records
 
 
-def newest_task_id(state):
-    """The task with the most recent claim-changing event (the default task)."""
-    return state["last_change"]["task_id"]
-
-
 def _ref(at, event, *where):
     """Where an event's text lies in the ledger: [offset, length, event_id, payload path...]."""
     return None if at is None else [*at, event["event_id"], *where]
