@@ -24,7 +24,6 @@ from intent_loop.intent.claims import is_direct_user_explicit
 
 # A hidden row's facts: [provenance, actor, role, status, source kind, scope, facets, valid_from,
 # last_confirmed, confidence]
-FACT_FIELDS = 10
 PROVENANCES = ("direct", "candidate", "import")
 
 
