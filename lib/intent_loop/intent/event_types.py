@@ -13,8 +13,6 @@ A new event type is one row here, then the places the table's test names
 # disputes, imports, mode changes) never pick the default task, so they never move which task
 # Guard publishes nor withdraw its file: only what the user typed does (issue 13's safety rule).
 AGENT_ACTOR = "agent"
-# Whose words a task label is (task["label_by"]): only a label the user typed may reach hook context.
-LABEL_SOURCES = ("user", "import", "agent")
 MAX_CLAIM_EVENT_REFS = 20  # the claim-changing event ids a task keeps (the Guard document's source refs)
 
 
