@@ -156,7 +156,7 @@ STORAGE_FLOORS = (
     # files and the lock: paths, atomic replace, line hashing, the append, quarantine, the
     # maintenance a call asks for (the hook process's own records are hook/'s: issue 26)
     {"paths", "atomic", "line_hash", "append", "lock", "quarantine", "maintenance"},
-    {"ledger", "sealing", "event_list"},  # the line protocol: one line's check, the fold, the seal
+    {"ledger", "sealing"},  # the line protocol: one line's check, the fold, the seal
     {"cache.cache_store", "cache.lazy_map", "cache.checkpoint", "cache.chain_marker", "cache.bulk_verify",
      "cache.cache_upkeep"},
     {"reading", "request_index", "transaction", "recovery", "migration"},  # the state, and writing it

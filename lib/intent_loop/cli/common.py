@@ -3,7 +3,6 @@ import os
 import sys
 import time
 
-from intent_loop.base.canonical import dumps
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
 from intent_loop.intent.tasks import resolve_task

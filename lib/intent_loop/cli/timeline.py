@@ -12,7 +12,6 @@ from intent_loop.cli.common import (
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.event_types import TABLE as EVENT_TYPES
 from intent_loop.intent.state import REDUCER
-from intent_loop.storage.event_list import EventList
 from intent_loop.storage.reading import verify_all
 
 _CLAIM_EVENTS = ("claim_added", "claim_replaced", "candidate_confirmed")
