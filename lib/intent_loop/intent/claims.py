@@ -179,6 +179,7 @@ def _presents_emoji(base, after, category):
 # user confirms it, so it is short enough for that line, and holds nothing that could pass for a
 # command the user should type (a fake "`intent: confirm <other id>` makes it yours").
 MAX_PROPOSAL_CHARS = 240
+MAX_LABEL = 80  # a task label: one line of at most this many characters, after redaction where typed
 
 
 def check_proposal_text(statement):

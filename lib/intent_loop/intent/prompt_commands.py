@@ -3,14 +3,13 @@ Command or a Rejection (claim text is built by claim_text, verbs live in claim_v
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.claim_text import MAX_RAW_CHARS, build_claim, redacted, trimmed
 from intent_loop.intent.claim_verbs import CLAIM_SPECS, MANAGE_VERBS, TWO_WORD_VERBS, unknown_verb_reason
-from intent_loop.intent.claims import check_characters, has_line_break
+from intent_loop.intent.claims import MAX_LABEL, check_characters, has_line_break
 from intent_loop.intent.prompt_scan import MARKER, has_command, near_command_kind
 
 # No re, json, typing, enum, dataclasses or difflib here: this module runs inside a hook on every
 # prompt that holds a command, and each of those imports costs more than the hook's budget
 # (startup-performance.md).
 
-MAX_LABEL_CHARS = 80
 _ID_CHARS = frozenset("0123456789abcdef-")
 _HEX_DIGITS = frozenset("0123456789abcdef")
 
@@ -158,8 +157,8 @@ def _label(text):
         return None
     text = text.replace("\t", " ")
     label = trimmed(redacted(text)) if len(text) <= MAX_RAW_CHARS else text  # too long either way
-    if len(label) > MAX_LABEL_CHARS or has_line_break(label):
-        reason = f"a task label is one line of at most {MAX_LABEL_CHARS} characters after redaction (got {len(label)})"
+    if len(label) > MAX_LABEL or has_line_break(label):
+        reason = f"a task label is one line of at most {MAX_LABEL} characters after redaction (got {len(label)})"
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, reason)
     check_characters(label, "a task label")
     return label

@@ -8,7 +8,6 @@ from intent_loop.storage.ledger import Draft, format_uuid, new_uuid4
 
 MAX_INITIAL_CLAIMS = 12
 MODES = ("on", "off", "private")
-MAX_LABEL = 80
 
 
 def derived_task_id(project_id, request_id):
@@ -64,8 +63,9 @@ def start_task(plan, *, task_id, mode="on", label=None, session_hash=None, initi
         raise IntentLoopError(ErrorCode.TASK_OFF, "an off task takes no label and no claims")
     if task_id in plan.state["tasks"]:
         raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"task {task_id} already exists")
-    if label is not None and (not label.strip() or len(label) > MAX_LABEL or "\n" in label):
-        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"a task label is one line of 1-{MAX_LABEL} characters")
+    if label is not None and (not label.strip() or len(label) > claims_mod.MAX_LABEL or "\n" in label):
+        raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
+                              f"a task label is one line of 1-{claims_mod.MAX_LABEL} characters")
     if len(initial_claims) > MAX_INITIAL_CLAIMS and not spill:
         raise IntentLoopError(ErrorCode.TOO_MANY_INITIAL_CLAIMS, (
             f"a task starts with at most {MAX_INITIAL_CLAIMS} initial claims (got {len(initial_claims)}); "

@@ -5,7 +5,6 @@ from intent_loop.intent import claims as claims_mod
 from intent_loop.intent.claim_text import MAX_RAW_CHARS, redacted, trimmed
 from intent_loop.storage.sealing import check_request_id
 
-MAX_LABEL = 80
 SNAPSHOT_CHARS = (500, 8000)
 DEFAULT_SNAPSHOT_CHARS = 6000
 COMMON = ("project_root",)
@@ -73,10 +72,10 @@ def label(value):
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > MAX_RAW_CHARS:
-        raise invalid(f"label is one line of 1-{MAX_LABEL} characters")
+        raise invalid(f"label is one line of 1-{claims_mod.MAX_LABEL} characters")
     text = trimmed(redacted(value.replace("\t", " ")))
-    if not text or len(text) > MAX_LABEL or claims_mod.has_line_break(text):
-        raise invalid(f"label is one line of 1-{MAX_LABEL} characters after redaction")
+    if not text or len(text) > claims_mod.MAX_LABEL or claims_mod.has_line_break(text):
+        raise invalid(f"label is one line of 1-{claims_mod.MAX_LABEL} characters after redaction")
     claims_mod.check_characters(text, "a task label")
     return text
 

@@ -23,7 +23,6 @@ FORMAT = "intent-loop-graph"
 VERSION = 1
 MAX_BYTES = 1 << 20
 MAX_CLAIMS = 2000
-MAX_LABEL = 80
 STATES = ("active", "superseded", "invalidated")
 PROVENANCES = ("direct", "import", "candidate")
 TOP_KEYS = frozenset(("format", "version", "exported_at", "task", "claims"))
@@ -89,8 +88,8 @@ def _check_task(check, task):
     label = task.get("label")
     if label is not None:
         if not isinstance(label, str) or not label.strip() or claims_mod.has_line_break(label) \
-                or len(redact(label)) > MAX_LABEL:
-            check.add("task.label", f"must be null or one line of 1-{MAX_LABEL} characters")
+                or len(redact(label)) > claims_mod.MAX_LABEL:
+            check.add("task.label", f"must be null or one line of 1-{claims_mod.MAX_LABEL} characters")
         elif any(ch in claims_mod.UNSAFE_CHARACTERS for ch in label):
             check.add("task.label", "must not hold control or bidi characters")
     if task.get("mode") not in ("on", "off", "private"):
