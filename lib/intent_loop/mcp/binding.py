@@ -6,9 +6,9 @@ session hash are computed by the same functions the hooks use (a project recorde
 spelling of its directory keeps its id here too: storage.paths.project_paths).
 """
 from intent_loop.errors import ErrorCode, IntentLoopError
+from intent_loop.mcp.rpc import SANDBOX_META
 from intent_loop.storage.paths import paths_for, resolve_data_root, root_spellings, session_hash
 
-SANDBOX_META = "codex/sandbox-state-meta"
 TURN_META = "x-codex-turn-metadata"
 _HEX = "0123456789abcdefABCDEF"
 

@@ -12,6 +12,8 @@ try:
 except ImportError:  # pragma: no cover - POSIX systems have it
     PIPE_BUF = 512
 
+# Codex's experimental capability: a server that declares it gets the sandbox state in each call's _meta
+SANDBOX_META = "codex/sandbox-state-meta"
 LINE_CAP = 4 * 1024 * 1024  # bytes of one message; a longer line is refused and skipped, never buffered
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = -32700, -32600, -32601, -32602, -32603
 

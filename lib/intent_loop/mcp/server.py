@@ -11,7 +11,6 @@ from intent_loop.base import fast_os
 from intent_loop.mcp import rpc
 
 SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
-SANDBOX_META = "codex/sandbox-state-meta"
 ROOTS_TIMEOUT = 5.0  # seconds a client that offered roots gets to answer roots/list
 INSTRUCTIONS = ("intent-loop: the user's recorded intent. Read it with intent_get_snapshot; record what you "
                 "observed with intent_add_evidence, intent_add_inference, intent_mark_unknown, intent_mark_dispute: "
@@ -101,7 +100,7 @@ class Server:
 
         return {
             "protocolVersion": asked if asked in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[0],
-            "capabilities": {"tools": {"listChanged": False}, "experimental": {SANDBOX_META: {}}},
+            "capabilities": {"tools": {"listChanged": False}, "experimental": {rpc.SANDBOX_META: {}}},
             "serverInfo": {"name": "intent-loop", "version": (running_build_id() or "source")[:12]},
             "instructions": INSTRUCTIONS,
         }
