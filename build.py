@@ -15,6 +15,9 @@
     python3 build.py bench-ledger   append cost at 10 to 100,000 events and the ledger commands
                                 (verify, timeline, export, import, delete, doctor) at 100,000
     python3 build.py bench-cache [LIB ...]   a year of history: cache bytes per hook read and mutation
+    python3 build.py release X.Y.Z   a release: the version in lib/intent_loop/__init__.py, pyproject.toml
+                                and .codex-plugin/plugin.json, and the digest of the plugin's files in
+                                release.json (tests/test_release.py fails while they differ)
 
 Every step is idempotent: the virtual environment (.venv/), the npm cache for the real-Codex
 end-to-end tests (.cache/npm-codex-<version>/) and dist/ are reused when their inputs did not change.
@@ -375,6 +378,60 @@ def project_version():
         return tomllib.load(fh)["project"]["version"]
 
 
+RELEASE_FILE = ROOT / "release.json"
+# What a plugin install runs (the repository plugin runs this tree): a change to any of these files
+# changes what users run, so it is a release (issue 36 item 5; Claude Code refreshes an installed
+# plugin only when its version changes).
+PLUGIN_PATHS = ("lib", "hooks", "skills", "hooks.json", ".mcp.json", ".codex-plugin/plugin.json")
+
+
+def plugin_files():
+    """The plugin's files (relative paths, sorted), bytecode and __pycache__ left out."""
+    found = []
+    for name in PLUGIN_PATHS:
+        path = ROOT / name
+        if path.is_file():
+            found.append(name)
+            continue
+        for dirpath, dirnames, filenames in os.walk(path):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            found += [os.path.relpath(os.path.join(dirpath, f), ROOT) for f in filenames if not f.endswith(".pyc")]
+    return sorted(found)
+
+
+def plugin_files_digest():
+    """SHA-256 over each plugin file's path and content: what release.json records for a release."""
+    lines = [f"{name}\0{hashlib.sha256((ROOT / name).read_bytes()).hexdigest()}\n" for name in plugin_files()]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def cmd_release(args):
+    """Record a release: the new version in its three places, then the digest of the plugin's files."""
+    import re
+
+    current = project_version()
+    if len(args) != 1 or not re.fullmatch(r"\d+\.\d+\.\d+", args[0]):
+        print(f"build.py release: give the new version as X.Y.Z (now {current})", file=sys.stderr)
+        return 2
+    version = args[0]
+    if tuple(map(int, version.split("."))) <= tuple(map(int, current.split("."))):
+        print(f"build.py release: {version} is not above the current version {current}", file=sys.stderr)
+        return 2
+    for path, pattern, text in (
+            (ROOT / "lib" / "intent_loop" / "__init__.py", r'^__version__ = "[^"]*"$', f'__version__ = "{version}"'),
+            (ROOT / "pyproject.toml", r'^version = "[^"]*"$', f'version = "{version}"'),
+            (ROOT / ".codex-plugin" / "plugin.json", r'^  "version": "[^"]*",$', f'  "version": "{version}",')):
+        old = path.read_text()
+        new, count = re.subn(pattern, text, old, count=1, flags=re.M)
+        if count != 1:
+            print(f"build.py release: no version line in {path.relative_to(ROOT)}", file=sys.stderr)
+            return 1
+        path.write_text(new)
+    RELEASE_FILE.write_text(_json_text({"version": version, "plugin_files_sha256": plugin_files_digest()}))
+    print(f"release {version}: {len(plugin_files())} plugin files recorded in release.json; add its CHANGELOG entry")
+    return 0
+
+
 def _json_text(value):
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
@@ -591,6 +648,7 @@ COMMANDS = {
     "bench": cmd_bench,
     "bench-ledger": cmd_bench_ledger,
     "bench-cache": cmd_bench_cache,
+    "release": cmd_release,
 }
 
 
@@ -602,7 +660,8 @@ def main(argv):
     if name not in COMMANDS:
         print(f"build.py: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    reexec_in_venv(argv or ["build"])
+    if name != "release":  # recording a release needs nothing installed
+        reexec_in_venv(argv or ["build"])
     return COMMANDS[name](argv[1:])
 
 

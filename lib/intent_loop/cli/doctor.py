@@ -279,8 +279,17 @@ def _check_project(paths, broken, diverged, damage=None):
                 damage.append(finding)
 
 
+def _running_from():
+    """Where this intent-loop runs from: the binary or launcher, else the library's folder."""
+    import sys
+
+    return os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else os.path.dirname(__file__)
+
+
 def cmd_doctor(args, console):
-    checks = []
+    from intent_loop import __version__
+
+    checks = [_check("version", True, f"intent-loop {__version__}, running from {_running_from()}")]
     try:
         root, how = data_root(console)
         checks.append(_check("data_root", True, f"{root} (chosen by {how}), {len(projects(root))} projects"))

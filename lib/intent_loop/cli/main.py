@@ -36,6 +36,7 @@ def build_parser():
     parser = _Parser(prog="intent-loop", description=(
         "Look at, fix and manage what the intent-loop hooks recorded for the project in the "
         "current directory. Every command takes --help."))
+    parser.add_argument("--version", action="store_true", help="print the release of intent-loop and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         try:
@@ -75,6 +76,11 @@ def main(argv=None, *, console=None):
         return EXIT_USAGE
     except SystemExit as exc:  # --help and --version print and "exit"
         return int(exc.code or 0)
+    if getattr(args, "version", False) and not getattr(args, "func", None):
+        from intent_loop import __version__
+
+        console.out(f"intent-loop {__version__}")
+        return EXIT_OK
     if not getattr(args, "func", None):
         console.out(parser.format_help())
         return EXIT_USAGE
