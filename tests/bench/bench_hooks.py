@@ -226,11 +226,12 @@ def print_targets(run_no, by_size, unlinked):
     header = f"{'path':<44} | {'events':>7} | {'x floor':>7} | {f'vs {base:,}':>9} | {'written':>10} | target"
     print(header)
     print("-" * len(header))
-    rows = (("prompt with two commands", "hook", "<= 1.1x vs base, <= 2.0x floor (goal 1.5x)"),
-            ("prompt without commands", "landed", "until written <= 1.1x vs base"),
-            ("Stop that publishes", "landed", "until written <= 1.1x vs base"),
-            ("SessionStart resume", "hook", "(no target; read path)"),
-            ("SessionStart, new session (after /clear)", "hook", "(no target; read path, writes nothing)"))
+    # the ceilings (docs/performance.md): p95 <= 3.0x the floor on a command prompt, <= 2.0x on the others
+    rows = (("prompt with two commands", "hook", "<= 1.1x vs base, <= 3.0x floor"),
+            ("prompt without commands", "landed", "until written <= 1.1x vs base; <= 2.0x floor"),
+            ("Stop that publishes", "landed", "until written <= 1.1x vs base; <= 2.0x floor"),
+            ("SessionStart resume", "hook", "<= 2.0x floor (read path)"),
+            ("SessionStart, new session (after /clear)", "hook", "<= 2.0x floor (read path, writes nothing)"))
     for path, which, target in rows:
         base_p95 = measure.percentile(getattr(by_size[base][path], which), 0.95)
         for size in sorted(by_size):
