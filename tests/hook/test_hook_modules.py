@@ -36,7 +36,7 @@ UNLINKED_SESSION_START = (
     "intent_loop.storage.cache.lazy_map", "intent_loop.storage.ledger", "intent_loop.storage.line_hash",
     "intent_loop.storage.paths", "intent_loop.storage.reading",
 )
-COSTLY = ("json", "re", "typing", "dataclasses", "enum", "inspect", "subprocess", "threading", "pathlib",
+COSTLY = ("json", "tomllib", "re", "typing", "dataclasses", "enum", "inspect", "subprocess", "threading", "pathlib",
           "datetime", "orjson", "uuid", "tempfile", "shutil", "zipfile", "logging", "argparse")
 
 
@@ -53,6 +53,9 @@ def _run(event, payload, env):
 def test_the_unlinked_session_start_path_loads_exactly_its_pinned_modules(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
+    # a user's Codex home has a config.toml: without Guard in it, no TOML parser is loaded (~13 ms)
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text('model = "gpt-5"\n[features]\nhooks = true\n')
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(tmp_path / "d")}
     base = {"transcript_path": None, "cwd": str(ws), "model": "m", "permission_mode": "default"}
     _run("UserPromptSubmit", dict(base, session_id="sess-A", turn_id="t-1", hook_event_name="UserPromptSubmit",

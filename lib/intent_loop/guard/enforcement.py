@@ -53,8 +53,8 @@ def observe(env, *, cwd, session_id, paths, confirm, record=True, _proc="/proc")
             state = _predicted(stored, verdict, install, state)
             verdict["confirmed"] = False
     verdict.update(state=state, cause=cause)
-    if record:
-        _write_record(paths, stored, verdict, install)
+    if record or (install is not None and install["parsed"]):  # a parse is cached even by SessionStart
+        _write_record(paths, stored, verdict, install, observed=record)
     return verdict
 
 
@@ -154,12 +154,38 @@ def _install_facts(home, stored):
     key = [_identity(fast_os.path.join(home, "config.toml")), _identity(fast_os.path.join(home, "hooks.json")), home]
     cached = stored.get("install") if isinstance(stored.get("install"), dict) else {}
     facts = cached.get("facts") if cached.get("key") == key else None
-    if not _facts_shape(facts):  # parsing TOML costs milliseconds: only when a file changed
-        from intent_loop.guard.efg_install import read_facts
+    parsed = False
+    if not _facts_shape(facts):
+        if not _names_guard(home):  # the common case, no Guard: no TOML or JSON parser (~13 ms to import)
+            facts = {"plugins": [], "features": {"hooks": True, "plugins": True},
+                     "user_hooks": {"handlers": 0, "trusted": 0}, "config": "ok"}
+        else:  # parsed again only when a file changed
+            from intent_loop.guard.efg_install import read_facts
 
-        facts = read_facts(home)
+            facts, parsed = read_facts(home), True
     copies = {p["id"]: _copy_versions(home, p["marketplace"]) for p in facts["plugins"]}
-    return {"key": key, "facts": facts, "copies": copies}
+    return {"key": key, "facts": facts, "copies": copies, "parsed": parsed}
+
+
+_PLUGIN_BYTES = b"execution-fidelity-guard"
+_NAMES_CAP = 4 << 20
+
+
+def _names_guard(home):
+    """Whether config.toml or the user-level hooks.json mentions Guard at all (bytes, no parser)."""
+    for name in ("config.toml", "hooks.json"):
+        try:
+            fd = fast_os.open(fast_os.path.join(home, name), fast_os.O_RDONLY | fast_os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            if _PLUGIN_BYTES in fast_os.read(fd, _NAMES_CAP):
+                return True
+        except OSError:
+            return True  # unreadable now: let the parser say what it can
+        finally:
+            fast_os.close(fd)
+    return False
 
 
 def _copy_versions(home, marketplace):
@@ -243,17 +269,21 @@ def reported(paths, *, now=None):
                                                              - seen["observed_at"]))
 
 
-def _write_record(paths, stored, verdict, install):
-    observed = dict(verdict, install_key=install["key"] if install else None)
-    before = stored.get("observed") if isinstance(stored.get("observed"), dict) else {}
-    same = all(before.get(k) == observed.get(k) for k in ("state", "mode", "cause", "stops", "confirmed",
-                                                           "install_key"))
-    cached_install = stored.get("install") if isinstance(stored.get("install"), dict) else {}
-    fresh_install = install is None or cached_install.get("key") == install["key"]
-    age = verdict["observed_at"] - before["observed_at"] if type(before.get("observed_at")) is int else None
-    if same and fresh_install and age is not None and 0 <= age < _REFRESH_SECONDS:
-        return
-    record = {"observed": observed}
+def _write_record(paths, stored, verdict, install, *, observed=True):
+    """Leave the verdict and the install facts in the project's record. `observed=False`
+    (SessionStart, which may have only a prediction) keeps the stored observation and writes only
+    the install facts it had to parse, so the next hook need not parse them again."""
+    before = stored.get("observed") if isinstance(stored.get("observed"), dict) else None
+    now = dict(verdict, install_key=install["key"] if install else None) if observed else before
+    if observed and before is not None:
+        same = all(before.get(k) == now.get(k) for k in ("state", "mode", "cause", "stops", "confirmed",
+                                                         "install_key"))
+        cached_install = stored.get("install") if isinstance(stored.get("install"), dict) else {}
+        fresh_install = install is None or cached_install.get("key") == install["key"]
+        age = now["observed_at"] - before["observed_at"] if type(before.get("observed_at")) is int else None
+        if same and fresh_install and age is not None and 0 <= age < _REFRESH_SECONDS:
+            return
+    record = {} if now is None else {"observed": now}
     if install is not None:
         record["install"] = {"key": install["key"], "facts": install["facts"]}
     try:
