@@ -15,7 +15,7 @@
     python3 build.py bench-ledger   append cost at 10 to 100,000 events and the ledger commands
                                 (verify, timeline, export, import, delete, doctor) at 100,000
     python3 build.py bench-cache [LIB ...]   a year of history: cache bytes per hook read and mutation
-    python3 build.py release X.Y.Z   a release: the version in lib/intent_loop/__init__.py, pyproject.toml
+    python3 build.py release X.Y.Z   a release: the version in lib/intent_loop/base/release.py, pyproject.toml
                                 and .codex-plugin/plugin.json, and the digest of the plugin's files in
                                 release.json (tests/test_release.py fails while they differ)
 
@@ -418,7 +418,7 @@ def cmd_release(args):
         print(f"build.py release: {version} is not above the current version {current}", file=sys.stderr)
         return 2
     for path, pattern, text in (
-            (ROOT / "lib" / "intent_loop" / "__init__.py", r'^__version__ = "[^"]*"$', f'__version__ = "{version}"'),
+            (ROOT / "lib" / "intent_loop" / "base" / "release.py", r'^VERSION = "[^"]*"$', f'VERSION = "{version}"'),
             (ROOT / "pyproject.toml", r'^version = "[^"]*"$', f'version = "{version}"'),
             (ROOT / ".codex-plugin" / "plugin.json", r'^  "version": "[^"]*",$', f'  "version": "{version}",')):
         old = path.read_text()

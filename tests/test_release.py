@@ -8,8 +8,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-import intent_loop
 from helpers.cli_runner import make_cli
+from intent_loop.base.release import VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ def test_every_place_names_the_same_version():
     plugin = json.loads((ROOT / ".codex-plugin" / "plugin.json").read_text())
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     release = json.loads((ROOT / "release.json").read_text())
-    assert plugin["version"] == project["version"] == intent_loop.__version__ == release["version"]
+    assert plugin["version"] == project["version"] == VERSION == release["version"]
 
 
 def test_the_plugins_files_are_the_release_they_say_they_are():
@@ -37,7 +37,7 @@ def test_the_plugins_files_are_the_release_they_say_they_are():
 
 
 def test_the_changelog_has_an_entry_for_the_release():
-    assert f"## {intent_loop.__version__}" in (ROOT / "CHANGELOG.md").read_text()
+    assert f"## {VERSION}" in (ROOT / "CHANGELOG.md").read_text()
 
 
 def test_a_changed_plugin_file_makes_the_check_fail_and_a_release_records_it(tmp_path):
@@ -66,13 +66,13 @@ def test_a_changed_plugin_file_makes_the_check_fail_and_a_release_records_it(tmp
     after = json.loads((tree / "release.json").read_text())
     assert after == {"version": new, "plugin_files_sha256": build.plugin_files_digest()}
     assert json.loads((tree / ".codex-plugin" / "plugin.json").read_text())["version"] == new
-    assert f'__version__ = "{new}"' in (tree / "lib" / "intent_loop" / "__init__.py").read_text()
+    assert f'VERSION = "{new}"' in (tree / "lib" / "intent_loop" / "base" / "release.py").read_text()
 
 
 def test_version_and_doctor_name_the_release(tmp_path):
     cli = make_cli(tmp_path)
     rc, out, _err = cli("--version")
-    assert rc == 0 and out.strip() == f"intent-loop {intent_loop.__version__}"
+    assert rc == 0 and out.strip() == f"intent-loop {VERSION}"
     _rc, out, _err = cli("doctor", "--json")
     check = next(c for c in json.loads(out)["checks"] if c["name"] == "version")
-    assert check["ok"] and f"intent-loop {intent_loop.__version__}" in check["detail"]
+    assert check["ok"] and f"intent-loop {VERSION}" in check["detail"]

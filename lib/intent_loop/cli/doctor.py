@@ -287,9 +287,9 @@ def _running_from():
 
 
 def cmd_doctor(args, console):
-    from intent_loop import __version__
+    from intent_loop.base.release import VERSION
 
-    checks = [_check("version", True, f"intent-loop {__version__}, running from {_running_from()}")]
+    checks = [_check("version", True, f"intent-loop {VERSION}, running from {_running_from()}")]
     try:
         root, how = data_root(console)
         checks.append(_check("data_root", True, f"{root} (chosen by {how}), {len(projects(root))} projects"))

@@ -77,9 +77,9 @@ def main(argv=None, *, console=None):
     except SystemExit as exc:  # --help and --version print and "exit"
         return int(exc.code or 0)
     if getattr(args, "version", False) and not getattr(args, "func", None):
-        from intent_loop import __version__
+        from intent_loop.base.release import VERSION
 
-        console.out(f"intent-loop {__version__}")
+        console.out(f"intent-loop {VERSION}")
         return EXIT_OK
     if not getattr(args, "func", None):
         console.out(parser.format_help())
