@@ -13,34 +13,33 @@ from pathlib import Path
 import pytest
 
 from helpers.cli_runner import CliRun
+from helpers.inproc_hook import InProcessHooks, context
 from helpers.python_roots import TRUSTED_BASE
 from intent_loop.guard import efg_state, enforcement
-from intent_loop.hook import handlers, runtime
 from intent_loop.ops import enforcement_words as words
-from intent_loop.storage import paths as paths_mod
 
 PLUGIN = "execution-fidelity-guard@execution-fidelity-guard"
 EVENTS = ("session_start", "subagent_start", "user_prompt_submit", "pre_tool_use", "permission_request",
           "post_tool_use", "pre_compact", "post_compact", "subagent_stop", "stop", "session_end")
 
 
-class Host:
-    """A Codex home with Guard installed as `codex plugin add` leaves it, a workspace and a data root."""
+class Host(InProcessHooks):
+    """A Codex home with Guard installed as `codex plugin add` leaves it, a workspace and a data root;
+    the hooks run in this process (helpers/inproc_hook.py)."""
 
     def __init__(self, tmp_path, outside_temp):
+        super().__init__(tmp_path)
         # Guard's records prove something only outside the workspace and the temp directories
         self.home = outside_temp / "codex-home"
         self.home.mkdir()
-        self.ws = tmp_path / "ws"
-        self.ws.mkdir()
         self.data = tmp_path / "data"
         self.bin = tmp_path / "bin"
         self.bin.mkdir()
         node = self.bin / "node"
         node.write_text("#!/bin/sh\n")
         node.chmod(0o755)
-        self.env = {"HOME": str(tmp_path), "CODEX_HOME": str(self.home), "INTENT_LOOP_DATA_DIR": str(self.data),
-                    "PATH": f"{self.bin}:/usr/bin:/bin"}
+        self.env.update(CODEX_HOME=str(self.home), INTENT_LOOP_DATA_DIR=str(self.data),
+                        PATH=f"{self.bin}:/usr/bin:/bin")
 
     def install_guard(self, *, enabled=True, trusted=11, content_hash=True, copy=True):
         lines = [f'[plugins."{PLUGIN}"]', f"enabled = {'true' if enabled else 'false'}", ""]
@@ -64,22 +63,7 @@ class Host:
             "contract_ref": "intent-loop:x", "contract_version": 1,
             "facts": {"guard_mode": mode, "contract_status": "bound"}}))
 
-    def hook(self, event, session_id, **payload):
-        payload = dict(payload, session_id=session_id, cwd=str(self.ws), hook_event_name=event,
-                       transcript_path=None, model="m", permission_mode="default")
-        with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout:
-            fin.write(json.dumps(payload).encode())
-            fin.seek(0)
-            runtime.run_hook(event, handlers.HANDLERS[event], stdin_fd=fin.fileno(), stdout_fd=fout.fileno(),
-                             env=self.env)
-            fout.seek(0)
-            return json.loads(fout.read())
-
-    def prompt(self, session_id, text, turn="t"):
-        return self.hook("UserPromptSubmit", session_id, prompt=text, turn_id=turn)
-
-    def paths(self):
-        return paths_mod.project_paths(str(self.data), str(self.ws))
+    hook = InProcessHooks.__call__
 
     def cli(self):
         run = CliRun(self.data, self.ws, home=self.env["HOME"])
@@ -96,10 +80,6 @@ def host(tmp_path):
         pytest.skip(f"{TRUSTED_BASE} cannot be created: Guard records under the temp directories prove nothing")
     yield Host(tmp_path, outside)
     shutil.rmtree(outside, ignore_errors=True)
-
-
-def context(answer):
-    return (answer.get("hookSpecificOutput") or {}).get("additionalContext", "")
 
 
 def _session(host, session_id="s-1", **env):

@@ -219,3 +219,24 @@ def server_both_ways(request, env):
     with (InProcessMcp(env) if request.param == "in_process" else McpServer(env)) as running:
         running.initialize()
         yield running
+
+
+def a_call_per_tool(proposal_id, evidence_claim_id):
+    """{tool: arguments}: one call to every tool the server has, given the short ids of an open
+    proposal and an evidence claim (tests that walk every tool's result share this table)."""
+    from intent_loop.mcp.tool_table import TOOL_NAMES
+
+    calls = {
+        "intent_status": {}, "intent_get_snapshot": {}, "intent_list_candidates": {}, "intent_export": {},
+        "intent_add_explicit": {"statement": "keep the docs", "verb": "must"},
+        "intent_add_evidence": {"statement": "lint is clean"},
+        "intent_add_inference": {"statement": "prefers small diffs", "confidence": 0.5},
+        "intent_mark_unknown": {"statement": "which browser"}, "intent_mark_dispute": {"statement": "two goals"},
+        "intent_replace_claim": {"claim_id": evidence_claim_id, "statement": "all tests pass"},
+        "intent_invalidate": {"claim_id": "ffffffff"}, "intent_start_task": {"label": "side"},
+        "intent_import": {"graph": {"format": "nope"}},
+        "intent_delete": {"proposal_id": proposal_id},
+        "intent_set_mode": {"mode": "private"},
+    }
+    assert set(calls) == TOOL_NAMES, "a new tool needs its call here"
+    return calls

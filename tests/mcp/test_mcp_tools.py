@@ -479,24 +479,11 @@ def test_a_proposal_is_announced_whole_with_its_verb_and_scope(server, env, ws):
 def test_every_tools_first_text_is_one_sentence_a_person_can_read(server, env, ws):
     """Issue 25: the TUI shows the first text content; it is one short line naming what was done and
     the ids (a proposal: what the user types), while structuredContent keeps the envelope."""
-    from intent_loop.mcp.tool_table import TOOL_NAMES
 
     typed(server, env, ws, "intent: goal Ship the parser")
     proposal = call(server, ws, "intent_add_explicit", {"statement": "keep it small", "verb": "must"})
     evidence = call(server, ws, "intent_add_evidence", {"statement": "tests pass"})
-    calls = {
-        "intent_status": {}, "intent_get_snapshot": {}, "intent_list_candidates": {}, "intent_export": {},
-        "intent_add_explicit": {"statement": "keep the docs", "verb": "must"},
-        "intent_add_evidence": {"statement": "lint is clean"},
-        "intent_add_inference": {"statement": "prefers small diffs", "confidence": 0.5},
-        "intent_mark_unknown": {"statement": "which browser"}, "intent_mark_dispute": {"statement": "two goals"},
-        "intent_replace_claim": {"claim_id": evidence["result"]["claim_id"][:8], "statement": "all tests pass"},
-        "intent_invalidate": {"claim_id": "ffffffff"}, "intent_start_task": {"label": "side"},
-        "intent_import": {"graph": {"format": "nope"}},
-        "intent_delete": {"proposal_id": proposal["result"]["proposal_ids"][0][:8]},
-        "intent_set_mode": {"mode": "private"},
-    }
-    assert set(calls) == TOOL_NAMES
+    calls = mcp_client.a_call_per_tool(proposal["result"]["proposal_ids"][0][:8], evidence["result"]["claim_id"][:8])
     for name, arguments in calls.items():
         reply = server.request("tools/call", {"name": name, "arguments": arguments,
                                               "_meta": mcp_client.codex_meta(ws, thread=SESSION, call=name)})
