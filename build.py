@@ -207,6 +207,7 @@ def launcher_prefix(binary, *, build_id, python):
     values = {
         "NAME": binary.name, "PYTHON": python, "BUILD_ID": build_id, "MARKER": MARKER,
         "IS_HOOK": "1" if binary.is_hook else "",
+        "DATA_ROOT": sh_code("data_root.sh"),
         "FIND_PYTHON": find_python_code(),
         "CHOOSE_PYTHON": _sh_single_quoted(sh_code("choose_python.sh")),
         "FAST_PATH_CODE": _sh_double_quoted(embedded_source("launch/fast_path.py") + f"\nrun_extracted({entry})\n"),

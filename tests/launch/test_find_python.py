@@ -108,7 +108,8 @@ def test_the_source_launchers_entries_are_the_tables():
 
 
 @pytest.mark.parametrize("script", [SOURCE_LAUNCHER, ROOT / "lib" / "intent_loop" / "launch" / "find_python.sh",
-                                    ROOT / "lib" / "intent_loop" / "launch" / "choose_python.sh"],
+                                    ROOT / "lib" / "intent_loop" / "launch" / "choose_python.sh",
+                                    ROOT / "lib" / "intent_loop" / "launch" / "data_root.sh"],
                          ids=lambda p: p.name)
 def test_the_launcher_scripts_are_posix_sh(script):
     assert run(["/bin/sh", "-n", script], {}).returncode == 0

@@ -1,11 +1,10 @@
 """The launcher of every binary: launch/launcher.sh with the Python of launch/fast_path.py and
 launch/launcher.py embedded by build.py.
 
-The shell finds the common data roots itself, duplicating base/data_root.py for speed: whenever
-it settles on a root, it must be the directory find_data_root names; when it cannot tell
-(PLUGIN_DATA, a plugin-cache path, relative values), it must leave the choice to the Python
-launcher instead of guessing. The generated code is checked as built (read back from dist/), not
-only as the modules it comes from: build.py rewrites imports when it embeds them.
+The shell finds the data root with launch/data_root.sh, the shell's copy of base/data_root.py
+(tests/launch/test_data_root_sh.py holds the two to one answer). The generated code is checked as
+built (read back from dist/), not only as the modules it comes from: build.py rewrites imports when
+it embeds them.
 """
 import functools
 import importlib.util
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.data_root_table import environments, found, make_homes
 from helpers.dist import requires_dist
 from intent_loop.base.data_root import find_data_root
 from intent_loop.launch import fast_path, launcher
@@ -27,95 +27,28 @@ from intent_loop.launch.binaries import BINARIES
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
-LAUNCHER_SH = ROOT / "lib" / "intent_loop" / "launch" / "launcher.sh"
+LAUNCH = ROOT / "lib" / "intent_loop" / "launch"
+LAUNCHER_SH = LAUNCH / "launcher.sh"
 
 
 def _launcher_root_block():
+    """launcher.sh's data-root lines, with launch/data_root.sh where build.py embeds it."""
     template = LAUNCHER_SH.read_text()
-    start = template.index("\nroot=\n") + 1
-    end = template.index("\nfi\n", start) + len("\nfi\n")
-    return template[start:end]
-
-
-BLOCK = _launcher_root_block()
+    start = template.index("\n@DATA_ROOT@\n") + 1
+    end = template.index('\nfind_data_root "$self"\n', start) + len('\nfind_data_root "$self"\n')
+    return template[start:end].replace("@DATA_ROOT@", (LAUNCH / "data_root.sh").read_text())
 
 
 def _shell_root(env, executable, cwd=None):
-    done = subprocess.run(["/bin/sh", "-c", BLOCK + 'printf %s "$root"', executable], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(["/bin/sh", "-c", _launcher_root_block() + 'printf %s "$root"', executable], env=env,
+                          cwd=cwd, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 @pytest.fixture(scope="module")
 def homes(tmp_path_factory):
-    base = tmp_path_factory.mktemp("homes")
-    with_codex, without = base / "with", base / "without"
-    (with_codex / ".codex").mkdir(parents=True)
-    without.mkdir()
-    return str(with_codex), str(without)
-
-
-VALUES = {
-    "INTENT_LOOP_DATA_DIR": [None, "", "/data/root", "/data//root/", "relative/root"],
-    "CODEX_HOME": [None, "", "/codex/home", "codex-relative"],
-    "PLUGIN_DATA": [None, "", "/h/.codex/plugins/data/intent-loop-market", "/elsewhere/data"],
-    "HOME": ["with", "without", None, ""],
-}
-EXECUTABLES = ["/opt/bin/intent-loop-stop", "/h/.codex/plugins/cache/market/intent-loop/1.0/dist/intent-loop-stop"]
-
-
-def _environments(homes):
-    for combo in itertools.product(*VALUES.values(), EXECUTABLES):
-        *values, executable = combo
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        for name, value in zip(VALUES, values, strict=True):
-            if name == "HOME" and value in ("with", "without"):
-                value = homes[0] if value == "with" else homes[1]
-            if value is not None:
-                env[name] = value
-        yield env, executable
-
-
-def _found(find, env, executable):
-    try:
-        return find(env, executable)
-    except ValueError:
-        return "ValueError"
-
-
-def test_the_shell_picks_the_data_root_find_data_root_picks_or_none(homes):
-    checked = 0
-    for env, executable in _environments(homes):
-        shell = _shell_root(env, executable)
-        if not shell:
-            continue  # the Python launcher decides: always allowed
-        found = _found(find_data_root, env, executable)
-        assert found not in (None, "ValueError"), (env, executable, shell)
-        assert os.path.normpath(shell) == found[0], (env, executable, shell, found)
-        checked += 1
-    assert checked > 100  # the shell does settle the common cases
-
-
-def _source_root_block():
-    """The source launcher's (hooks/intent-loop) own copy of the rule: from `$0` to `root`."""
-    text = (ROOT / "hooks" / "intent-loop").read_text()
-    return text[text.index("case $0 in\n"):text.index("\n# The interpreter (launch/find_python.sh")] + "\n"
-
-
-def test_the_source_launcher_picks_the_data_root_find_data_root_picks(homes):
-    """Unlike the binaries' shell, the source launcher settles every case itself (it has no Python
-    launcher behind it): where find_data_root names a root it names the same one, and none where
-    find_data_root has none or refuses a relative override."""
-    block = _source_root_block()
-    for env, executable in _environments(homes):
-        done = subprocess.run(["/bin/sh", "-c", block + 'printf %s "$root"', executable], env=env,
-                              capture_output=True, text=True, timeout=30)
-        found = _found(find_data_root, env, executable)
-        if found in (None, "ValueError"):
-            assert done.stdout == "", (env, executable, done.stdout)
-        else:
-            assert os.path.normpath(done.stdout) == found[0], (env, executable, done.stdout, found)
+    return make_homes(tmp_path_factory.mktemp("homes"))
 
 
 def _plugin_root(base):
@@ -126,8 +59,9 @@ def _plugin_root(base):
 
 def test_a_relative_binary_in_a_plugin_cache_is_not_taken_for_home_codex(tmp_path):
     """A plugin's .mcp.json starts `./dist/intent-loop-mcp` with the plugin root as cwd and gives
-    the server neither CODEX_HOME nor PLUGIN_*: the shell must see that the binary lies in a plugin
-    cache (and leave the choice to Python) although ~/.codex exists."""
+    the server neither CODEX_HOME nor PLUGIN_*: the shell resolves $0 against the cwd and finds the
+    plugin cache's Codex home, as Python does, although ~/.codex exists. (The rule itself, over every
+    variable, is tests/launch/test_data_root_sh.py.)"""
     home = tmp_path / "home"
     (home / ".codex").mkdir(parents=True)
     plugin_root = _plugin_root(tmp_path)
@@ -135,13 +69,13 @@ def test_a_relative_binary_in_a_plugin_cache_is_not_taken_for_home_codex(tmp_pat
     expected = (str(tmp_path / "codex-home" / "plugin-data" / "intent-loop" / "v1"), "plugin cache path")
     for executable, cwd in (("./dist/intent-loop-mcp", plugin_root), ("dist/intent-loop-mcp", plugin_root),
                             ("./intent-loop-mcp", plugin_root / "dist")):
-        assert _shell_root(env, executable, cwd=cwd) == "", (executable, cwd)
+        assert _shell_root({**env, "PWD": str(cwd)}, executable, cwd=cwd) == expected[0], (executable, cwd)
         assert find_data_root(env, os.path.join(cwd, executable)) == expected
-    # the same relative start outside any plugin cache still finds ~/.codex in the shell
+    # the same relative start outside any plugin cache finds ~/.codex in the shell
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    assert _shell_root(env, "./dist/intent-loop-mcp", cwd=elsewhere) == str(home / ".codex" / "plugin-data" /
-                                                                             "intent-loop" / "v1")
+    assert _shell_root({**env, "PWD": str(elsewhere)}, "./dist/intent-loop-mcp", cwd=elsewhere) == str(
+        home / ".codex" / "plugin-data" / "intent-loop" / "v1")
 
 
 # -- the modules the launcher is made of ------------------------------------------------------
@@ -288,12 +222,12 @@ def test_the_generated_launcher_resolves_the_data_root_find_data_root_resolves(h
     """build.py embeds data_root.py with the real `os` in place of fast_os: same answers."""
     binary = BINARIES[2]
     generated = _definitions(_generated_code(binary, fake_python, tmp_path, fast=False))
-    for env, executable in itertools.islice(_environments(homes), 0, None, 7):
-        assert _found(generated["find_data_root"], env, executable) == _found(find_data_root, env, executable), env
+    for env, executable in itertools.islice(environments(homes), 0, None, 7):
+        assert found(generated["find_data_root"], env, executable) == found(find_data_root, env, executable), env
         for is_hook in (True, False):
-            ours = _found(functools.partial(generated["runtime_root"], build_id="ab" * 32, is_hook=is_hook),
+            ours = found(functools.partial(generated["runtime_root"], build_id="ab" * 32, is_hook=is_hook),
                           env, executable)
-            module = _found(functools.partial(launcher.runtime_root, build_id="ab" * 32, is_hook=is_hook),
+            module = found(functools.partial(launcher.runtime_root, build_id="ab" * 32, is_hook=is_hook),
                             env, executable)
             assert ours == module, (env, is_hook)
     assert generated["fast_os"] is os

@@ -1,8 +1,10 @@
 """Find the data root from the environment; dependency-free so the launcher can embed it.
 
-build.py copies this module's source into each binary's /bin/sh launcher, which needs the
-data root to find the extracted runtime before anything else can be imported (it swaps the
-`fast_os` import below for the real `os` there).
+The one rule for where intent-loop keeps its data. Its shell twin is launch/data_root.sh, which
+both sh launchers use before any Python runs (the interpreter's record, the extracted runtime and
+bytecode live under the data root): change the order in both, and tests/launch/test_data_root_sh.py
+compares the two over every combination of the variables. build.py also embeds this module's
+source in each binary's Python launcher (it swaps the `fast_os` import below for the real `os`).
 """
 from intent_loop.base import fast_os
 
@@ -25,6 +27,11 @@ def _codex_home_from_executable(executable):
     return path[:index] if index > 0 else None
 
 
+def _under(base, *parts):
+    """The normalized join: both launchers name a root by exactly this string."""
+    return fast_os.path.normpath(fast_os.path.join(base, *parts))
+
+
 def find_data_root(env, executable=None, home=None):
     """(data_root, how_chosen), or None when nothing applies; ValueError for a relative override.
 
@@ -39,18 +46,18 @@ def find_data_root(env, executable=None, home=None):
         return fast_os.path.normpath(explicit), "INTENT_LOOP_DATA_DIR"
     codex_home = env.get("CODEX_HOME")
     if codex_home and fast_os.path.isabs(codex_home):
-        return fast_os.path.join(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
+        return _under(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
     plugin_data = env.get("PLUGIN_DATA")
     if plugin_data and fast_os.path.isabs(plugin_data):
         inferred = _codex_home_from_plugin_data(plugin_data)
         if inferred:
-            return fast_os.path.join(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
-        return fast_os.path.join(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA"
+            return _under(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
+        return _under(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA"
     if executable:
         inferred = _codex_home_from_executable(executable)
         if inferred:
-            return fast_os.path.join(inferred, *ROOT_SUFFIX), "plugin cache path"
+            return _under(inferred, *ROOT_SUFFIX), "plugin cache path"
     home = home if home is not None else env.get("HOME")
     if home and fast_os.path.isabs(home) and fast_os.path.isdir(fast_os.path.join(home, ".codex")):
-        return fast_os.path.join(home, ".codex", *ROOT_SUFFIX), "~/.codex"
+        return _under(home, ".codex", *ROOT_SUFFIX), "~/.codex"
     return None

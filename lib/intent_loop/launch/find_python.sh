@@ -6,9 +6,9 @@
 # needs, the agent's places and the re-check of the recorded interpreter by the location rules
 # (stated in choose_python.sh, which is read only when no record passes, or to say why none runs).
 # hooks/intent-loop and each binary's launcher (launch/launcher.sh, which build.py embeds this file
-# in) read it on every run. The caller sets `root` (the data root, or empty) and `is_hook` (1 for a
-# hook); the functions set `py` and `py_record_id`. Docs: docs/install.md, "Which Python runs
-# intent-loop".
+# in) read it on every run. The caller sets `root` (the data root, or empty: launch/data_root.sh,
+# which also holds runtime_is_ours) and `is_hook` (1 for a hook); the functions set `py` and
+# `py_record_id`. Docs: docs/install.md, "Which Python runs intent-loop".
 nl='
 '
 default_ifs=$IFS  # the shell's own: the loops below split on newlines only, then put it back
@@ -107,13 +107,6 @@ is_trusted_place() {
   done
   IFS=$default_ifs; set +f
   return 1
-}
-
-# The data root's runtime/ is a real directory of this user's, and so is the data root: a link there
-# could make the launcher source a record the agent wrote.
-runtime_is_ours() {
-  [ -n "$root" ] && [ -d "$root" ] && [ ! -L "$root" ] && [ -O "$root" ] &&
-    [ -d "$root/runtime" ] && [ ! -L "$root/runtime" ] && [ -O "$root/runtime" ]
 }
 
 # Whether a path lies in one of the agent's places (find_agent_places ran), as a string.

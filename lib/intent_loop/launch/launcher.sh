@@ -30,22 +30,14 @@ start() {
   exec "$@"
 }
 
-# The common data roots, found as base/data_root.py orders them (INTENT_LOOP_DATA_DIR,
-# CODEX_HOME, ~/.codex). Anything else (PLUGIN_DATA, a plugin-cache path, a relative value)
-# leaves root empty: the Python launcher (launcher.py) decides, and extracts when needed.
-root=
-if [ -n "${INTENT_LOOP_DATA_DIR:-}" ]; then
-  case $INTENT_LOOP_DATA_DIR in /*) root=$INTENT_LOOP_DATA_DIR ;; esac
-elif [ -n "${CODEX_HOME:-}" ]; then
-  case $CODEX_HOME in /*) root=$CODEX_HOME/plugin-data/intent-loop/v1 ;; esac
-elif [ -z "${PLUGIN_DATA:-}" ]; then
-  # A plugin's .mcp.json starts the server as ./dist/intent-loop-mcp from the plugin root: a
-  # relative $0 is resolved against the cwd before asking whether it lies in a plugin cache
-  # (no absolute cwd known: self stays empty and Python decides).
-  self=
-  case $0 in /*) self=$0 ;; *) case ${PWD:-} in /*) self=$PWD/$0 ;; esac ;; esac
-  case $self in ''|*/plugins/cache/*) ;; *) case ${HOME:-} in /?*) [ -d "$HOME/.codex" ] && root=$HOME/.codex/plugin-data/intent-loop/v1 ;; esac ;; esac
-fi
+# The data root: launch/data_root.sh (base/data_root.py's order, in sh), embedded by build.py. A
+# plugin's .mcp.json starts the server as ./dist/intent-loop-mcp from the plugin root: a relative $0
+# is resolved against the cwd (with no absolute cwd known, self stays empty: from the plugin-cache
+# step on, root stays empty and the Python launcher decides).
+@DATA_ROOT@
+self=
+case $0 in /*) self=$0 ;; *) case ${PWD:-} in /*) self=$PWD/$0 ;; esac ;; esac
+find_data_root "$self"
 
 # The interpreter: INTENT_LOOP_PYTHON, the user's own choice, used as given when absolute; else the
 # one an earlier run recorded, re-checked with builtins against the trusted Python roots and this

@@ -1,0 +1,48 @@
+"""Every combination of what decides the data root, for comparing base/data_root.py with its shell
+twin launch/data_root.sh (and with the copy build.py embeds in each binary's Python launcher)."""
+import itertools
+import os
+
+# None: unset. Nested, relative, doubled-slash, dotted and trailing-slash values on purpose: the two
+# copies disagreed exactly there before they were one rule (issue 36, item 1).
+VALUES = {
+    "INTENT_LOOP_DATA_DIR": [None, "", "/data/root", "/data//root/", "relative/root", "/data/./x/../root",
+                             "//data/root"],
+    "CODEX_HOME": [None, "", "/codex/home", "/codex/home/", "codex-relative", "/", "/codex/../other"],
+    "PLUGIN_DATA": [None, "", "/h/.codex/plugins/data/intent-loop-market",
+                    "/h/.codex/plugins/data/market/nested", "/h/.codex/plugins/data/", "/plugins/data/x",
+                    "/elsewhere/data", "relative/plugins/data/x", "/h/./plugins//data/x/", "/h/plugins/data/x/..",
+                    "//plugins/data/x"],
+    "HOME": ["with", "without", None, "", "relative"],
+}
+EXECUTABLES = ["/opt/bin/intent-loop-stop", "/h/.codex/plugins/cache/market/intent-loop/1.0/dist/intent-loop-stop",
+               "/plugins/cache/x/bin", "/h/a/../.codex/plugins/cache/m/x", "/w/plugins/cache/a/plugins/cache/b"]
+
+
+def make_homes(base):
+    """(a home holding .codex, a home without), under base."""
+    with_codex, without = base / "with", base / "without"
+    (with_codex / ".codex").mkdir(parents=True)
+    without.mkdir()
+    return str(with_codex), str(without)
+
+
+def environments(homes, variables=VALUES, executables=EXECUTABLES):
+    """(env, executable) for every combination: the env holds only the variables that are set."""
+    for combo in itertools.product(*variables.values(), executables):
+        *values, executable = combo
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        for name, value in zip(variables, values, strict=True):
+            if name == "HOME" and value in ("with", "without"):
+                value = homes[0] if value == "with" else homes[1]
+            if value is not None:
+                env[name] = value
+        yield env, executable
+
+
+def found(find, env, executable):
+    """find(env, executable), with a refused relative override as the string "ValueError"."""
+    try:
+        return find(env, executable)
+    except ValueError:
+        return "ValueError"
