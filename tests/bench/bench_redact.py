@@ -39,9 +39,15 @@ def run(argv, runs):
     return statistics.median(times)
 
 
+def redaction_module(lib):
+    """The module holding `redact` in `lib`: a package since issue 36, a flat module before."""
+    return "intent_loop.redaction.redact" if os.path.isdir(os.path.join(lib, "intent_loop", "redaction")) \
+        else "intent_loop.redact"
+
+
 def redact_program(lib, text, *, former=False):
     call = "r.redact(t)" + ("; r.redact(t, version=r.VERSION - 1)" if former else "")
-    return (f"import sys; sys.path.insert(0, {lib!r}); import intent_loop.redact as r; t = {text!r}; {call}; "
+    return (f"import sys; sys.path.insert(0, {lib!r}); import {redaction_module(lib)} as r; t = {text!r}; {call}; "
             "assert 're' in sys.modules or r.redact(t) is t")
 
 
@@ -53,7 +59,7 @@ def detect_secrets_program(site, text):
 
 
 def warm_us(lib, text, *, version=None, repeat=2000):
-    program = (f"import sys, time; sys.path.insert(0, {lib!r}); import intent_loop.redact as r; t = {text!r}\n"
+    program = (f"import sys, time; sys.path.insert(0, {lib!r}); import {redaction_module(lib)} as r; t = {text!r}\n"
                f"kw = {{}} if {version!r} is None else {{'version': {version!r}}}\n"
                f"r.redact(t, **kw); s = time.perf_counter()\nfor _ in range({repeat}): r.redact(t, **kw)\n"
                f"print((time.perf_counter() - s) / {repeat} * 1e6)")
@@ -71,7 +77,7 @@ ADVERSARIAL = [("", "key "), ("", "key\t"), ("", "key 0a"), ("", "key 0123456789
 
 
 def adversarial_seconds(lib, head, unit, megabytes):
-    program = (f"import sys, time; sys.path.insert(0, {lib!r}); import intent_loop.redact as r\n"
+    program = (f"import sys, time; sys.path.insert(0, {lib!r}); import {redaction_module(lib)} as r\n"
                f"t = {head!r} + {unit!r} * ({int(megabytes * 1_000_000)} // {len(unit)})\n"
                "s = time.perf_counter(); r.redact(t); print(time.perf_counter() - s)")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", program], check=True, capture_output=True, text=True)
@@ -99,7 +105,8 @@ def main(argv=None):
     base = run(python + ["pass"], args.runs)
     print(f"python3 -I -S -c pass: {base * 1000:.1f} ms (= 1.00)")
     for lib in libs:
-        has_versions = "VERSION" in open(os.path.join(lib, "intent_loop", "redact.py"), encoding="utf-8").read()
+        source = os.path.join(lib, *redaction_module(lib).split(".")) + ".py"
+        has_versions = "VERSION" in open(source, encoding="utf-8").read()
         rows = [("import + redact, no candidate", redact_program(lib, PLAIN)),
                 ("import + redact, candidates", redact_program(lib, CANDIDATE))]
         if has_versions:

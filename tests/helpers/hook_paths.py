@@ -62,7 +62,7 @@ PATH_MODULES = {
     # issue 27: a command prompt forks a child to finish its transaction's derived work after the
     # answer (hook/deferred and the pending-work lock it holds: +2); issue 26's 400-line cap split
     # what each verb does (ops/verb_runner) from running them as one mutation (+1), and redact.py
-    # into its rules (secret_rules, +1) and its patterns (redact_passes, loaded only for text the
+    # into its rules (secret_rules, +1) and its patterns (passes, loaded only for text the
     # pre-filter cannot clear: 0 here; import and redaction of an ordinary prompt 0.60 ms, from 0.73)
     # issue 33 item 4: every operation on the Guard file goes through descriptors walked down from
     # the project root (guard/guard_dir, +1), which neither provider nor file_state had room for;
@@ -72,6 +72,9 @@ PATH_MODULES = {
     # issue 34: the receipt's Guard line says what Guard enforces (guard/enforcement, +1) and each
     # forbid, must-not or ask how strong it is (ops/enforcement_words, +1); the command path moved
     # from hook/handlers to hook/command_prompt and what it tells to hook/telling at the 400-line cap (+1)
-    "prompt with two commands": 68,
+    # issue 36: redaction became a package (intent_loop.redaction, +1). Its pre-filter and rules stay
+    # two modules: folded into one, the patterns (which read the rules) and the pre-filter (which
+    # loads the patterns) would import each other, a circle tests/test_architecture.py refuses
+    "prompt with two commands": 69,
     "Stop": 33,  # the Stop's recording and Guard refresh run after its answer (hook/turn_end.py)
 }

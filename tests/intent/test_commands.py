@@ -25,10 +25,10 @@ assert len(FAKE_GITHUB_TOKEN) == 40
 
 
 def _stub_redact_module():
-    """Stands in for intent_loop.redact only while that sibling module has not landed."""
+    """Stands in for intent_loop.redaction.redact only while that sibling module has not landed."""
     import re
 
-    module = types.ModuleType("intent_loop.redact")
+    module = types.ModuleType("intent_loop.redaction.redact")
     module.redact = lambda text: re.sub(r"ghp_[A-Za-z0-9]{36}", "[REDACTED:github_token]", text)
     return module
 
@@ -60,7 +60,7 @@ def _stub_rules_module():
 def sibling_modules():
     """Use the real redact/rules modules; fall back to stubs only when one is not written yet."""
     with pytest.MonkeyPatch.context() as patch:
-        for name, make_stub in (("intent_loop.redact", _stub_redact_module),
+        for name, make_stub in (("intent_loop.redaction.redact", _stub_redact_module),
                                 ("intent_loop.intent.rule_grammar", _stub_rules_module)):
             try:
                 importlib.import_module(name)
@@ -315,7 +315,7 @@ def test_secret_is_redacted_in_statement():
 
 
 def test_redaction_happens_before_the_length_check():
-    from intent_loop.redact import redact
+    from intent_loop.redaction.redact import redact
 
     marker = redact(FAKE_GITHUB_TOKEN)
     filler = "b" * (500 - len("must: ") - 1 - len(marker))

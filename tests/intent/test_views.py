@@ -15,7 +15,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.intent import views
 from intent_loop.intent.state import REDUCER
-from intent_loop.redact import redact
+from intent_loop.redaction.redact import redact
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage import reading
 

@@ -8,10 +8,9 @@ import subprocess
 import tempfile
 import time
 
-from test_redact import AGE, BASIC_SHORT, DATADOG, GCP_KEY_ID, HEROKU, ISSUE_14_LEAKS, SENDGRID, SHOPIFY
-
 from helpers import mcp_client
 from helpers.dist import requires_dist
+from helpers.fake_secrets import AGE, BASIC_SHORT, DATADOG, GCP_KEY_ID, HEROKU, ISSUE_14_LEAKS, SENDGRID, SHOPIFY
 from helpers.mcp_client import McpServer, codex_meta
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
@@ -120,8 +119,8 @@ def test_no_secret_byte_is_stored_or_shown_on_any_path(env, ws):
 def test_a_prompt_retried_across_the_upgrade_is_recorded_once(env, ws, monkeypatch):
     """The first attempt ran under the previous version (in-process, `redact` held at the released
     rules), the retry runs the built binary: it finds the request under its former id and replays it."""
-    from intent_loop import redact as redact_module
     from intent_loop.hook import handlers, runtime
+    from intent_loop.redaction import redact as redact_module
 
     prompt = f"intent: goal deploy the shop\nintent: must use datadog api key {DATADOG} for the ci"
     former_version = redact_module.VERSION - 1

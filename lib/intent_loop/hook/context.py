@@ -113,7 +113,7 @@ def make_source_ref(kind, opaque_id, text, *, redaction=None):
     """A validated opaque host id is the source identity; else the hash of the REDACTED text
     (`redaction`: a version of the rules other than the current one, see with_former_ids)."""
     from intent_loop.intent.claims import is_opaque_id
-    from intent_loop.redact import VERSION, has_secret, redact
+    from intent_loop.redaction.redact import VERSION, has_secret, redact
 
     if is_opaque_id(opaque_id) and not has_secret(opaque_id):
         return {"kind": kind, "event_id": opaque_id}
@@ -127,7 +127,7 @@ def with_former_ids(request_id_under):
     retry that spans an upgrade of the rules finds the request recorded before it (mutate's
     `former_request_ids`; docs/upgrading.md). Text the pre-filter clears redacts alike, so ordinary
     prompts pay nothing; only one version back: a retry spans seconds, not two upgrades."""
-    from intent_loop.redact import VERSION
+    from intent_loop.redaction.redact import VERSION
 
     current, former = request_id_under(VERSION), request_id_under(VERSION - 1)
     return current, (() if former == current else (former,))

@@ -76,7 +76,7 @@ def user_prompt_submit(payload, runtime):
 def _prompt_request_ids(ctx, payload, prompt):
     """SHA-256 of event, session hash, turn id and the hash of the redacted prompt: one per prompt,
     identical for Codex's retries, distinct for several prompts in one turn; then its former ids."""
-    from intent_loop.redact import redact
+    from intent_loop.redaction.redact import redact
 
     turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
 

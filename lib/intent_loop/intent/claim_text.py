@@ -65,7 +65,7 @@ def trimmed(text):
 
 
 def redacted(text):
-    from intent_loop.redact import redact  # lazy: only prompts that hold a command pay for it
+    from intent_loop.redaction.redact import redact  # lazy: only prompts that hold a command pay for it
 
     return redact(text)
 

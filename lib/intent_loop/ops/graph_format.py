@@ -16,7 +16,7 @@ claim never supersedes one that is valid later than itself), legal role/status/c
 from intent_loop.base.timestamps import utc_sort_key
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
-from intent_loop.redact import redact
+from intent_loop.redaction.redact import redact
 from intent_loop.storage.cache.bulk_verify import loads  # orjson, the stdlib where orjson refuses; never RecursionError
 
 FORMAT = "intent-loop-graph"

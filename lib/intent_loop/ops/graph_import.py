@@ -18,7 +18,7 @@ from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import claims as claims_mod
 from intent_loop.ops.graph_format import FORMAT, IMPORT_SOURCE_KIND, VERSION, validate
-from intent_loop.redact import redact
+from intent_loop.redaction.redact import redact
 from intent_loop.storage.ledger import Draft, new_uuid4
 from intent_loop.storage.transaction import Planned, mutate
 

@@ -18,7 +18,7 @@ def check_request_id(request_id):
             ErrorCode.INVALID_REQUEST_ID,
             "a request id is 1-200 characters of A-Z a-z 0-9 _ . : @ -",
         )
-    from intent_loop.redact import has_secret  # cheap: its pre-filter clears ordinary ids without `re`
+    from intent_loop.redaction.redact import has_secret  # cheap: its pre-filter clears ordinary ids without `re`
 
     if has_secret(request_id):
         raise IntentLoopError(ErrorCode.CREDENTIAL_IN_ID,

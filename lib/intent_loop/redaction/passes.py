@@ -1,6 +1,6 @@
 """The patterns of redaction, compiled once per rules version and applied pass by pass: loaded
 only for a text the pre-filter (redact.py) cannot clear, which ordinary prompts never are."""
-from intent_loop.secret_rules import (
+from intent_loop.redaction.secret_rules import (
     ASSIGNMENT_KEYWORDS,
     BARE_V1,
     BARE_V2,

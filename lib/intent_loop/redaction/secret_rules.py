@@ -1,6 +1,6 @@
 """The credential rules redaction applies: the kinds it knows and the order they apply in, each
 kind's literal prefixes and pattern, the keywords of assignments, the character classes, and the two
-value tests both the pre-filter (redact.py) and the patterns (redact_passes.py) need. Data and pure
+value tests both the pre-filter (redact.py) and the patterns (passes.py) need. Data and pure
 functions only: no import, nothing compiled here."""
 
 # The rules' version. A new rule changes the redacted text of a prompt it matches, and with it the

@@ -1,11 +1,11 @@
 """Credential redaction: replace every recognized secret with a typed marker before text is hashed or stored.
 
 The rules are secret_rules.py; a cheap, conservative pre-filter here clears ordinary text without a
-pattern, and only a text it cannot clear loads the patterns (redact_passes.py)."""
+pattern, and only a text it cannot clear loads the patterns (passes.py)."""
 # The patterns (and `re`, which they need) load on the first text the pre-filter cannot clear:
 # `import re` costs about one whole interpreter start, and this runs inside a hook on every prompt
 # (startup-performance.md).
-from intent_loop.secret_rules import (
+from intent_loop.redaction.secret_rules import (
     BASE64_CREDENTIAL_MIN_RUN,
     GENERIC_KEYWORD,
     GROUP_LEADS,
@@ -107,6 +107,6 @@ def _may_be_base64_credential(run):
 
 
 def _apply_patterns(text, *, version=VERSION):
-    from intent_loop.redact_passes import apply_patterns  # only for text the pre-filter cannot clear
+    from intent_loop.redaction.passes import apply_patterns  # only for text the pre-filter cannot clear
 
     return apply_patterns(text, version=version)

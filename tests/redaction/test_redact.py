@@ -15,23 +15,30 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from intent_loop import redact as redact_module
-from intent_loop import secret_rules
-from intent_loop.redact import has_secret, redact
-from intent_loop.secret_rules import KINDS
+from helpers.fake_secrets import (
+    AGE,
+    ALNUM,
+    BASE64,
+    BASIC_PADDED,
+    BASIC_SHORT,
+    DATADOG,
+    DIGITALOCEAN,
+    GCP_KEY_ID,
+    HEROKU,
+    HEX,
+    ISSUE_14_LEAKS,
+    SENDGRID,
+    SHOPIFY,
+    URLSAFE,
+    fake,
+)
+from intent_loop.redaction import redact as redact_module
+from intent_loop.redaction import secret_rules
+from intent_loop.redaction.redact import has_secret, redact
+from intent_loop.redaction.secret_rules import KINDS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"\[REDACTED:([^\]]*)\]")
-ALNUM = string.ascii_letters + string.digits
-URLSAFE = ALNUM + "-_"
-BASE64 = ALNUM + "+/"
-
-
-def fake(length, *, seed, alphabet=ALNUM):
-    """A deterministic fake secret that mixes upper, lower and digits (no real credential is committed)."""
-    rng = random.Random(seed)
-    body = "".join(rng.choice(alphabet) for _ in range(length - 3))
-    return "xQ7" + body if alphabet is not string.digits else body + "123"
 
 
 def b64url(text):
@@ -72,21 +79,8 @@ BASE64_88 = fake(86, seed=111, alphabet=BASE64) + "=="
 URLSAFE_64 = fake(64, seed=112, alphabet=URLSAFE)
 PEM_BODY = "\n".join(fake(64, seed=120 + n, alphabet=BASE64) for n in range(4))
 PEM_LINE = " ".join(fake(64, seed=130 + n, alphabet=BASE64) for n in range(3))
-
-HEX = "0123456789abcdef"
-GCP_KEY_ID = fake(43, seed=160, alphabet=HEX)[3:]  # 40 hex: [3:] drops fake()'s mixed-case lead
-DATADOG = fake(35, seed=161, alphabet=HEX)[3:]
-HEROKU = "-".join(fake(n + 3, seed=162 + n, alphabet=HEX)[3:] for n in (8, 4, 4, 4, 12))
-SHOPIFY = {prefix: "shp" + prefix + "_" + fake(35, seed=170 + n, alphabet=HEX)[3:]
-           for n, prefix in enumerate(("at", "ca", "pa", "ss"))}
-DIGITALOCEAN = {prefix: "do" + prefix + "_v1_" + fake(67, seed=175 + n, alphabet=HEX)[3:]
-                for n, prefix in enumerate("opr")}
-BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
-AGE = ["AGE-SECRET" "-KEY-1" + fake(61, seed=180 + n, alphabet=BECH32)[3:] for n in range(2)]
-SENDGRID_ID, SENDGRID_SECRET = fake(22, seed=185, alphabet=URLSAFE), fake(43, seed=186, alphabet=URLSAFE)
-SENDGRID = "S" "G." + SENDGRID_ID + "." + SENDGRID_SECRET
-BASIC_SHORT = base64.b64encode(b"user:pass").decode()  # dXNlcjpwYXNz: 12 characters, no digit
-BASIC_PADDED = base64.b64encode(b"admin:hunter2").decode()
+# Issue 14's formats (GCP_KEY_ID to BASIC_PADDED) are in helpers/fake_secrets.py, shared with the
+# tests of secrets at rest.
 
 
 def pem(label, body, *, end=True, newline="\n"):
@@ -693,16 +687,6 @@ def test_version_1_reproduces_the_released_rules():
     assert redact("token: qwertyuiop", version=1) == "token: qwertyuiop"  # a version 2 rule
 
 
-# Issue 14's 11 formats and 2 fragments: (text, what version 1 left of the secret).
-ISSUE_14_LEAKS = [
-    (f'"private_key_id": "{GCP_KEY_ID}"', GCP_KEY_ID), ("token: qwertyuiop", "qwertyuiop"),
-    (f"Authorization: Basic {BASIC_SHORT}", BASIC_SHORT), (f"datadog api key: {DATADOG}", DATADOG),
-    (f"heroku api key: {HEROKU}", HEROKU), (f"use {SHOPIFY['at']}", SHOPIFY["at"]),
-    (f"use {DIGITALOCEAN['p']}", DIGITALOCEAN["p"]), (f"use {AGE[0]}", AGE[0]),
-    ("mysql -u root -pS3cr3tPw app", "S3cr3tPw"), ("sshpass -p hunter2x ssh host", "hunter2x"),
-    ("curl -u alice:s3cret https://h", "s3cret"), ("my password is tr0ub4dor&3", "&3"),
-    (f"key {SENDGRID}", SENDGRID_ID),
-]
 
 
 @pytest.mark.parametrize(("text", "leaked"), ISSUE_14_LEAKS)
@@ -835,9 +819,9 @@ def test_false_positive_rate_on_prose():
 
 def test_import_does_not_load_re():
     """Ordinary text is cleared by the pre-filter: neither `re` nor the patterns' module load."""
-    code = ("import sys; sys.path.insert(0, 'lib'); import intent_loop.redact as r; "
+    code = ("import sys; sys.path.insert(0, 'lib'); import intent_loop.redaction.redact as r; "
             "r.redact('please fix the flaky test in tests/storage/test_ledger.py'); "
-            "print('re' in sys.modules, 'intent_loop.redact_passes' in sys.modules)")
+            "print('re' in sys.modules, 'intent_loop.redaction.passes' in sys.modules)")
     result = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=ROOT, capture_output=True, text=True,
                             timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert result.returncode == 0, result.stderr
