@@ -135,7 +135,7 @@ def test_the_hook_path_never_imports_os():
     loaded = costly_modules_loaded(
         "import hooks.session_start, hooks.user_prompt, hooks.stop\n"
         "import intent_loop.storage.ledger, intent_loop.storage.lock, intent_loop.storage.atomic, "
-        "intent_loop.storage.request_index\n"
+        "intent_loop.storage.request_index, intent_loop.storage.request_scan\n"
         "import intent_loop.ops.apply_commands, intent_loop.guard.provider, intent_loop.intent.private_mode, "
         "intent_loop.intent.session_view",
         ("os", "posixpath", "_collections_abc"))

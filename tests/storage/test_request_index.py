@@ -8,7 +8,7 @@ from helpers.counting import CountingReducer, append_value
 from helpers.files import read_bytes
 from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import maintenance, reading, request_index, transaction
+from intent_loop.storage import maintenance, reading, request_index, request_scan, transaction
 
 
 def _index(project):
@@ -123,7 +123,7 @@ def test_a_missing_or_untrusted_index_still_finds_retries_and_is_rebuilt_after_t
 
 
 def test_the_scan_without_an_index_finds_a_request_split_across_read_chunks(project, monkeypatch):
-    monkeypatch.setattr(request_index, "_SCAN_CHUNK", 97)  # every line straddles a chunk boundary
+    monkeypatch.setattr(request_scan, "SCAN_CHUNK", 97)  # every line straddles a chunk boundary
     _fill(project, 12, events=3)
     monkeypatch.setattr(request_index, "_CATCH_UP_LIMIT", 0)  # as if the ledger were large
     os.unlink(_index(project))

@@ -14,8 +14,8 @@ invalidates it. A hit is always confirmed against the ledger's own lines, so a d
 cost time but never a wrong answer.
 
 A missing, stale or full table is never rebuilt inside a mutation: the mutation scans the ledger
-for the id instead (a byte search, bounded memory) and marks the table for `rebuild`, which the
-hook's after-answer child and the CLI run.
+for the id instead (a byte search, bounded memory: storage/request_scan.py) and marks the table for
+`rebuild`, which the hook's after-answer child and the CLI run.
 """
 
 from intent_loop.base import fast_os, platform
@@ -32,7 +32,6 @@ SLOT = 32
 PROBE = 32  # slots per window: with the table at most half full, a window fills about never
 INITIAL_CAPACITY = 1 << 12
 _EMPTY = bytes(16)
-_SCAN_CHUNK = 1 << 20
 _CATCH_UP_LIMIT = 1 << 16  # a larger unindexed gap (about 80 events) is left to `rebuild`
 
 
@@ -157,37 +156,18 @@ def _vouches(tx, table):
     return field >= 0 and recorded_hash(line, field)[:16] == table.covered_hash
 
 
-def _requests_in(data, base):
-    """(request_id, offset, end, last_hash) of every request in whole lines `data` at `base`."""
-    current, start, last_hash, pos = None, 0, None, 0
-    while pos < len(data):
-        stop = data.find(b"\n", pos)
-        if stop < 0:
-            stop = len(data)  # a last line without LF (the verified prefix may end so)
-        if stop == pos:  # the LF an append wrote for a previous line that lacked it
-            pos += 1
-            continue
-        event = loads(data[pos:stop])
-        if event["request_id"] != current:
-            if current is not None:
-                yield current, base + start, base + pos, last_hash
-            current, start = event["request_id"], pos
-        last_hash, pos = event["event_hash"], stop + 1
-    if current is not None:
-        yield current, base + start, base + min(pos, len(data)), last_hash
-
-
 def _catch_up(tx, table):
     """Index what the ledger holds after covered_end (usually nothing); False if left to rebuild."""
-    from intent_loop.storage.ledger import read_range
-
     if table.covered_end >= tx.verified.size:
         return True
     if tx.verified.size - table.covered_end > _CATCH_UP_LIMIT:
         return False
+    from intent_loop.storage.ledger import read_range
+    from intent_loop.storage.request_scan import requests_in  # only for a gap: a current table has none
+
     gap = read_range(tx.fd, table.covered_end, tx.verified.size)
     last = None
-    for request_id, offset, end, last_hash in _requests_in(gap, table.covered_end):
+    for request_id, offset, end, last_hash in requests_in(gap, table.covered_end):
         if not table.insert(_key(request_id), offset, end):
             return False
         last = (end, offset, last_hash)
@@ -239,45 +219,9 @@ def find(tx, request_id):
         if table is not None:
             fast_os.close(table.fd)
     _ask_for_rebuild(tx)
+    from intent_loop.storage.request_scan import scan  # no usable table: a byte search of the ledger
+
     return scan(tx.fd, tx.verified.size, request_id)
-
-
-def scan(fd, size, request_id):
-    """The events of `request_id` found by searching the ledger's bytes in chunks (no index)."""
-    from intent_loop.storage.ledger import read_range
-
-    needle = b'"request_id":"' + request_id.encode() + b'"'
-    pos, carry = 0, b""
-    while pos < size:
-        chunk = carry + read_range(fd, pos, min(size, pos + _SCAN_CHUNK))
-        base = pos - len(carry)
-        hit = chunk.find(needle)
-        if hit >= 0:
-            line_start = base + chunk.rfind(b"\n", 0, hit) + 1
-            return _events_from(fd, size, line_start, request_id)
-        cut = chunk.rfind(b"\n") + 1  # keep the unfinished line for the next round
-        carry = chunk[cut:] if cut else chunk
-        pos = min(size, pos + _SCAN_CHUNK)
-    return []
-
-
-def _events_from(fd, size, start, request_id):
-    from intent_loop.storage.ledger import read_range
-
-    events = []
-    while start < size:
-        line = read_range(fd, start, min(size, start + (1 << 16)))
-        stop = line.find(b"\n")
-        while stop < 0 and start + len(line) < size:  # a line longer than the window
-            line = read_range(fd, start, min(size, start + 2 * len(line)))
-            stop = line.find(b"\n")
-        line = line[:stop] if stop >= 0 else line
-        event = loads(line)
-        if event["request_id"] != request_id:
-            break
-        events.append(event)
-        start += len(line) + 1
-    return events
 
 
 def record(tx, request_id, offset, last_hash):
@@ -342,7 +286,7 @@ def rebuild(paths, fd, size, *, last_line_start, last_hash):
     mutation catches it up, and a rewritten ledger no longer vouches for the new table.
     """
     from intent_loop.storage.atomic import temp_name_for
-    from intent_loop.storage.ledger import read_range
+    from intent_loop.storage.request_scan import request_spans
 
     if not fast_os.path.isdir(paths.cache_dir):
         return False
@@ -351,18 +295,7 @@ def rebuild(paths, fd, size, *, last_line_start, last_hash):
             fast_os.unlink(fast_os.path.join(paths.cache_dir, old))
         except OSError:
             pass
-    requests, pos, carry = [], 0, b""
-    while pos < size:
-        chunk = carry + read_range(fd, pos, min(size, pos + _SCAN_CHUNK))
-        base = pos - len(carry)
-        pos = min(size, pos + _SCAN_CHUNK)
-        cut = len(chunk) if pos >= size else chunk.rfind(b"\n") + 1
-        for request_id, offset, end, _h in _requests_in(chunk[:cut], base):
-            if requests and requests[-1][0] == request_id and requests[-1][2] == offset:
-                requests[-1] = (request_id, requests[-1][1], end)  # a request split across chunks
-            else:
-                requests.append((request_id, offset, end))
-        carry = chunk[cut:]
+    requests = request_spans(fd, size)
     capacity = INITIAL_CAPACITY
     while len(requests) * 2 > capacity:
         capacity *= 2
