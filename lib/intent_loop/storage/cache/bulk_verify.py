@@ -140,25 +140,27 @@ def iter_lines(fd, start, end, *, chunk=None):
 
     Bytes after the last LF are not yielded (a torn tail); the caller sees where lines stopped.
     """
-    chunk = CHUNK if chunk is None else chunk  # read at call time, so tests can shrink it
-    pending = b""
-    base = start  # file offset of pending[0]
-    position = start
+    for offset, block in _line_blocks(fd, start, end, chunk=CHUNK if chunk is None else chunk):
+        for line in block.split(b"\n")[:-1]:
+            yield offset, line
+            offset += len(line) + 1
+
+
+def _line_blocks(fd, start, end, *, chunk):
+    """(offset, block) for each pread of at most `chunk` bytes of [start, end) of an open file:
+    the complete lines the read finished, LFs included, with the line the previous read left
+    unfinished first (an empty block when it finished none). Bytes after the last LF are never
+    given: a torn tail, or the end of a read that stopped short."""
+    pending, offset, position = b"", start, start
     while position < end:
         data = fast_os.pread(fd, min(chunk, end - position), position)
         if not data:
             break
         position += len(data)
         block = pending + data if pending else data
-        offset = 0
-        while True:
-            stop = block.find(b"\n", offset)
-            if stop < 0:
-                break
-            yield base + offset, block[offset:stop]
-            offset = stop + 1
-        pending = block[offset:]
-        base += offset
+        cut = block.rfind(b"\n") + 1
+        yield offset, block[:cut]
+        pending, offset = block[cut:], offset + cut
 
 
 def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_progress=None, stop_at=None):
@@ -195,29 +197,20 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
     # on damage `verified` is exactly the valid prefix before the bad line's request
     size, count, last_hash, last_start, missing_lf = (verified.size, verified.count, verified.last_hash,
                                                       verified.last_line_start, verified.missing_lf)
-    # The loop below is `iter_lines` inlined, with the per-line work kept to what the checks need:
-    # this is the hot path of every full verification (about 20 us a line). A chunk in which
-    # `_float_risk` finds nothing holds no line it would find anything in (the search runs over
-    # the same bytes), so one search per chunk replaces one per line; a chunk with a hit checks
-    # its lines one by one. A request of one event (no marker, or a marker of 1) with no request
+    # The loop below splits `_line_blocks`' blocks itself (no generator step per line), with the
+    # per-line work kept to what the checks need: this is the hot path of every full verification
+    # (about 20 us a line). A block in which `_float_risk` finds nothing holds no line it would find
+    # anything in (the search runs over the same bytes), so one search per block replaces one per
+    # line; a block with a hit checks its lines one by one. A request of one event (no marker, or a marker of 1) with no request
     # open is folded at once, which is `RequestAssembler.add`'s answer for it.
     loads, dumps, sort, decode_error, sha256 = engine.loads, engine.dumps, _SORT, engine.JSONDecodeError, hashlib.sha256
     keys, head, uuid, count_key = ENVELOPE_KEYS, _HEAD, _UUID, REQUEST_EVENT_COUNT
     hash_at, after_hash = _HASH_AT, _AFTER_HASH
     raw_apply, positions = reducer.apply, getattr(reducer, "wants_position", False)
-    pending, base, position = b"", start, start
     try:
-        while position < limit:
-            data = fast_os.pread(fd, min(CHUNK, limit - position), position)
-            if not data:
-                break
-            position += len(data)
-            block = pending + data if pending else data
-            lines = block.split(b"\n")
-            pending = lines.pop()  # bytes after the block's last LF: the next block's first line
+        for offset, block in _line_blocks(fd, start, limit, chunk=CHUNK):
             risky = _float_risk(block)
-            offset = base
-            for line in lines:
+            for line in block.split(b"\n")[:-1]:
                 line_no += 1
                 # `_fast_event` inlined (a call per line is measurable here); any doubt goes to check_line
                 event = None
@@ -262,7 +255,6 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
                         ranges.clear()
                         last_start, last_hash, count, size = offset, prev, line_no, after
                 offset = after
-            base = offset
             if on_progress is not None:
                 on_progress(after - start, total)
         if after < limit and limit == end:  # after the last LF: a line missing only its LF, or a torn one
