@@ -208,6 +208,20 @@ class _UpkeepLock:
             fast_os.close(self.fd)  # closing the last descriptor releases the flock
 
 
+def _open_for_upkeep(paths, lock, *, unless_marked=False):
+    """(None, fd, fstat) of the ledger opened for a rebuild or scrub under `lock`, or why there is
+    nothing to do and (None, None): "busy" (another upkeep holds the lock), "marked" (with
+    `unless_marked`: the chain is broken, recover first) or "absent"."""
+    if not lock.held:
+        return "busy", None, None
+    if unless_marked and fast_os.path.exists(chain_marker.marker_path(paths)):
+        return "marked", None, None
+    if not is_project_present(paths):
+        return "absent", None, None
+    fd, st = open_ledger(paths)
+    return (None, fd, st) if fd is not None else ("absent", None, None)
+
+
 def _resume_point(fd, size, cached):
     """The cached checkpoint if the ledger still holds its last line where it says, else None."""
     if cached is None:
@@ -227,15 +241,9 @@ def rebuild(paths, reducer):
     Returns "busy" (another upkeep runs), "marked" (the chain is broken: recover first), "absent"
     or "rebuilt". Raises the ledger's error on damage (the caller logs it)."""
     with _UpkeepLock(paths) as lock:
-        if not lock.held:
-            return "busy"
-        if fast_os.path.exists(chain_marker.marker_path(paths)):
-            return "marked"
-        if not is_project_present(paths):
-            return "absent"
-        fd, st = open_ledger(paths)
-        if fd is None:
-            return "absent"
+        refusal, fd, st = _open_for_upkeep(paths, lock, unless_marked=True)
+        if refusal is not None:
+            return refusal
         try:
             start = _resume_point(fd, st.st_size, checkpoint.load(paths, reducer))
             verified = start if start is not None else empty_verified(reducer)
@@ -262,13 +270,9 @@ def scrub(paths, reducer, *, report):
     broken chain replaces the checkpoint with the chain-broken marker and reports
     CHAIN_BROKEN_FOUND. Returns "busy", "absent", "ok", "rebuilt" or "broken"."""
     with _UpkeepLock(paths) as lock:
-        if not lock.held:
-            return "busy"
-        if not is_project_present(paths):
-            return "absent"
-        fd, st = open_ledger(paths)
-        if fd is None:
-            return "absent"
+        refusal, fd, st = _open_for_upkeep(paths, lock)
+        if refusal is not None:
+            return refusal
         try:
             fresh = empty_verified(reducer)
             try:
