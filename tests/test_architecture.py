@@ -157,7 +157,8 @@ STORAGE_FLOORS = (
     {"ledger", "sealing"},  # the line protocol: one line's check, the fold, the seal
     {"cache.cache_store", "cache.lazy_map", "cache.checkpoint", "cache.chain_marker", "cache.bulk_verify",
      "cache.cache_upkeep"},
-    {"reading", "request_index", "request_scan", "transaction", "recovery", "migration"},  # the state, and writing it
+    # the state, and writing it (replacement: a whole new ledger in place of the old, under the lock)
+    {"reading", "request_index", "request_scan", "transaction", "replacement", "recovery", "migration"},
 )
 
 

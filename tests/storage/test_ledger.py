@@ -13,7 +13,7 @@ import pytest
 from helpers.counting import OPERATION, CountingReducer, append_value, drafts_for
 from helpers.files import all_paths, files_containing, ledger_lines, read_bytes
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import ledger, reading, sealing, transaction
+from intent_loop.storage import ledger, reading, replacement, sealing, transaction
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.cache import checkpoint
 
@@ -812,11 +812,11 @@ def test_replace_ledger_verifies_the_new_bytes_first(project):
 
     with transaction.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
         with pytest.raises(IntentLoopError):
-            tx.replace_ledger(broken, expect_count=2)
+            replacement.replace_ledger(tx, broken, expect_count=2)
         unchanged = read_bytes(project.ledger)
         with pytest.raises(IntentLoopError):
-            tx.replace_ledger(lines[0] + b"\n" + lines[1] + b"\n", expect_count=3)
-        tx.replace_ledger(lines[0] + b"\n" + lines[1] + b"\n", expect_count=2)
+            replacement.replace_ledger(tx, lines[0] + b"\n" + lines[1] + b"\n", expect_count=3)
+        replacement.replace_ledger(tx, lines[0] + b"\n" + lines[1] + b"\n", expect_count=2)
 
     assert unchanged == before
     assert reading.verify_all(project, CountingReducer()).count == 2

@@ -8,7 +8,7 @@ from helpers.counting import CountingReducer, append_value
 from helpers.files import read_bytes
 from intent_loop.base import fast_os as lib_os
 from intent_loop.errors import ErrorCode, IntentLoopError
-from intent_loop.storage import maintenance, reading, request_index, request_scan, transaction
+from intent_loop.storage import maintenance, reading, replacement, request_index, request_scan, transaction
 
 
 def _index(project):
@@ -141,7 +141,7 @@ def test_deletion_style_rewrites_leave_a_table_the_ledger_no_longer_vouches_for(
     _fill(project, 5)
     with transaction.Transaction(project, CountingReducer(), deadline=time.monotonic() + 10) as tx:
         lines = read_bytes(project.ledger).splitlines(keepends=True)
-        tx.replace_ledger(b"".join(lines[:3]), expect_count=3)
+        replacement.replace_ledger(tx, b"".join(lines[:3]), expect_count=3)
     assert not append_value(project, CountingReducer(), "v4", request_id="req-4").replayed
     assert append_value(project, CountingReducer(), "v1", request_id="req-1").replayed
 

@@ -19,6 +19,7 @@ from intent_loop.ops.ledger_rewrite import (
     scan_task_deletion,
 )
 from intent_loop.storage.ledger import is_project_present, is_uuid
+from intent_loop.storage.replacement import replace_ledger_streamed
 from intent_loop.storage.transaction import Transaction
 
 _NO_TASK_HINT = "see `intent-loop status` for the full ids"
@@ -39,7 +40,7 @@ def _rewrite(tx, plan_run):
     def write(out_fd):
         return rewrite_streamed(tx.fd, size, out_fd, plan_run)
 
-    count, first, dropped, rewritten = tx.replace_ledger_streamed(write)
+    count, first, dropped, rewritten = replace_ledger_streamed(tx, write)
     rechained = [first, count] if first is not None and first <= count else None
     return {"rechained": rechained, "removed_events": dropped, "events_after": count}, rewritten
 

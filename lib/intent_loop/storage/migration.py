@@ -15,6 +15,7 @@ from intent_loop.storage import quarantine
 from intent_loop.storage.atomic import replace_atomically
 from intent_loop.storage.ledger import SCHEMA_VERSION
 from intent_loop.storage.reading import verify_all
+from intent_loop.storage.replacement import replace_ledger
 from intent_loop.storage.transaction import Transaction
 
 # from_version -> function(event) -> event at from_version + 1; empty while schema 1 is current
@@ -40,7 +41,7 @@ def migrate(paths, reducer, *, deadline, target=SCHEMA_VERSION):
                     "migrated_at": format_utc(time.time())}
         replace_atomically(fast_os.path.join(paths.quarantine_dir, quarantine.migration_manifest_name(time.time())),
                            canonical_bytes(manifest) + b"\n")
-        tx.replace_ledger(new, expect_count=source.count)
+        replace_ledger(tx, new, expect_count=source.count)
         return dict(manifest, action="migrated")
 
 

@@ -1,19 +1,19 @@
 """Locked mutations of one project's ledger: `Transaction` and the idempotent `mutate`.
 
 The write half of the storage protocol: take the directory lock, verify from the checkpoint, append
-the request's lines in place and sync them (`append`; a new ledger, deletion and recovery replace
-the whole file the seed's way: temp file, fsync, rename, directory fsync), release. Sealing,
-verification and the lock-free read path are in `ledger`.
+the request's lines in place and sync them (`append`; a new ledger is created the seed's way: temp
+file, fsync, rename, directory fsync; a torn tail's cut, deletion and recovery replace the whole
+file that way too: storage/replacement.py), release. Sealing, verification and the lock-free read
+path are in `ledger`.
 """
 import time
 
 from intent_loop.base import fast_os
-from intent_loop.base.canonical import canonical_bytes, sha256_hex
 from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.storage import paths as paths_mod
 from intent_loop.storage.cache import checkpoint
-from intent_loop.storage.ledger import empty_verified, fold_lines, open_ledger, read_range
+from intent_loop.storage.ledger import empty_verified, open_ledger, read_range
 from intent_loop.storage.reading import verify_from_checkpoint
 from intent_loop.storage.sealing import check_request_id, request_fingerprint, seal
 
@@ -139,29 +139,10 @@ class Transaction:
             self.verified = verify_from_checkpoint(self.fd, st.st_size, cached, self.reducer,
                                                    project_id=self.paths.project_id)
         if self.verified.torn_tail:
-            self._quarantine_torn_tail()
+            from intent_loop.storage.replacement import cut_torn_tail  # rare: a killed writer's tail
+
+            cut_torn_tail(self, now=self._now)
         self.lock.heartbeat()
-
-    def _quarantine_torn_tail(self):
-        """Summarize what follows the verified prefix (a partial last line, or the lines of a
-        request cut short) by length and digest only, then cut it off durably."""
-        tail = read_range(self.fd, self.verified.size, self.verified.size + self.verified.torn_tail)
-        record = {
-            "kind": "incomplete_request" if b"\n" in tail else "torn_tail",
-            "byte_length": len(tail),
-            "sha256": sha256_hex(tail),
-            "offset": self.verified.size,
-            "detected_at": format_utc(self._now()),
-        }
-        from intent_loop.storage import quarantine  # rare: every module is a slice of a hook's start
-        from intent_loop.storage.atomic import replace_atomically
-
-        name = quarantine.torn_tail_name(self._now())
-        replace_atomically(fast_os.path.join(self.paths.quarantine_dir, name), canonical_bytes(record) + b"\n")
-        replace_atomically(self.paths.ledger, b"", prefix=(self.fd, self.verified.size))
-        self._reopen()
-        self.verified.torn_tail = 0
-        self._save_cache()
 
     def find_request(self, request_id):
         """Events already recorded under `request_id` (the request index, kept current here)."""
@@ -265,50 +246,14 @@ class Transaction:
         if st is not None:
             checkpoint.save(self.paths, self.reducer, self.verified, st)
 
-    def replace_ledger(self, new_data, *, expect_count):
-        """Rewrite the whole ledger (deletion, recovery): verify `new_data` fully first."""
-        from intent_loop.storage.atomic import replace_atomically
-
-        fresh = empty_verified(self.reducer)
-        fold_lines(new_data, fresh, self.reducer, project_id=self.paths.project_id)
-        if fresh.count != expect_count or fresh.torn_tail:
-            raise IntentLoopError(ErrorCode.INVALID_EVENT, "the rewritten ledger did not verify; nothing was replaced")
-        self.check_deadline()
-        replace_atomically(self.paths.ledger, new_data)
+    def continue_from(self, verified):
+        """Go on from a ledger just put in place of the old one (storage/replacement.py), whose
+        verified state is `verified`: reopened, the request index left to revalidate itself (offsets
+        moved), the cache saved."""
         self._reopen()
-        self.index_end = None  # offsets moved: the request index revalidates itself
-        self.verified = fresh
+        self.index_end = None
+        self.verified = verified
         self._save_cache()
-
-
-    def replace_ledger_streamed(self, write, *, on_progress=None):
-        """Rewrite the whole ledger without holding it in memory (deletion at any size).
-
-        `write(out_fd)` writes the new ledger into a temp file beside it and returns the number of
-        events written (or a tuple starting with it); `atomic.replace_atomically` syncs it, this
-        verifies it in full with the streaming verifier, and only then is it renamed over the
-        ledger (the seed's replace protocol). Returns what `write` returned."""
-        from intent_loop.storage.atomic import replace_atomically
-        from intent_loop.storage.cache.bulk_verify import fold_stream
-
-        fresh = empty_verified(self.reducer)
-
-        def verified_in_full(out, result):
-            fold_stream(out, fresh, self.reducer, project_id=self.paths.project_id,
-                        end=fast_os.fstat(out).st_size, on_progress=on_progress)
-            count = result[0] if isinstance(result, tuple) else result
-            if fresh.count != count or fresh.torn_tail:
-                raise IntentLoopError(ErrorCode.INVALID_EVENT,
-                                      "the rewritten ledger did not verify; nothing was replaced")
-            self.check_deadline()
-
-        result = replace_atomically(self.paths.ledger, fill=write, check=verified_in_full)
-        self._reopen()
-        self.index_end = None  # offsets moved: the request index revalidates itself
-        self.verified = fresh
-        self._save_cache()
-        return result
-
 
 
 def _remove_orphan_temps(paths):
