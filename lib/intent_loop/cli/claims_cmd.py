@@ -8,10 +8,9 @@ import time
 from intent_loop.base.timestamps import format_utc
 from intent_loop.cli.common import (
     USER_ONLY,
-    add_json_flag,
-    add_task_option,
     current_project,
     deadline,
+    finish_command,
     load_state,
     pick_task,
     show_group_help,
@@ -34,21 +33,15 @@ def register(subparsers):
                        description=f"VERB is one of: {', '.join(CLAIM_VERBS)}. Without a task, a goal starts one.")
     a.add_argument("verb", metavar="VERB")
     a.add_argument("text", nargs="+", metavar="TEXT")
-    add_task_option(a)
-    add_json_flag(a)
-    a.set_defaults(func=cmd_claim_add)
+    finish_command(a, cmd_claim_add, task=True)
     r = sub.add_parser("replace", help="replace an active claim: ID TEXT...",
                        description="Supersede the claim with a new one of the same kind.")
     r.add_argument("claim", metavar="ID")
     r.add_argument("text", nargs="+", metavar="TEXT")
-    add_task_option(r)
-    add_json_flag(r)
-    r.set_defaults(func=cmd_claim_replace, user_only=USER_ONLY)
+    finish_command(r, cmd_claim_replace, task=True, user_only=USER_ONLY)
     d = sub.add_parser("drop", help="invalidate an active claim: ID", description="The claim stays in the history.")
     d.add_argument("claim", metavar="ID")
-    add_task_option(d)
-    add_json_flag(d)
-    d.set_defaults(func=cmd_claim_drop, user_only=USER_ONLY)
+    finish_command(d, cmd_claim_drop, task=True, user_only=USER_ONLY)
     show_group_help(p)
 
     p = subparsers.add_parser("candidate", help="long-term candidates: list, confirm or dismiss",
@@ -56,24 +49,19 @@ def register(subparsers):
                                           "confirmation turns it into a durable claim.")
     sub = p.add_subparsers(dest="candidate_command", metavar="ACTION")
     lst = sub.add_parser("list", help="open candidates", description="Open candidates with their task counts.")
-    add_json_flag(lst)
-    lst.set_defaults(func=cmd_candidate_list)
+    finish_command(lst, cmd_candidate_list)
     for name, func, text in (("confirm", cmd_candidate_confirm, "make a candidate a durable claim of the task"),
                              ("dismiss", cmd_candidate_dismiss, "never propose this candidate again")):
         c = sub.add_parser(name, help=text, description=text)
         c.add_argument("candidate", metavar="ID")
-        add_task_option(c)
-        add_json_flag(c)
-        c.set_defaults(func=func, user_only=USER_ONLY)
+        finish_command(c, func, task=True, user_only=USER_ONLY)
     show_group_help(p)
 
     for mode, text in (("private", "record and show nothing for the task until `on`"),
                        ("off", "switch intent-loop off for the task"),
                        ("on", "record and show the task again")):
         m = subparsers.add_parser(mode, help=text, description=f"Set the task's mode to {mode}: {text}.")
-        add_task_option(m)
-        add_json_flag(m)
-        m.set_defaults(func=cmd_mode, mode=mode, user_only=USER_ONLY)
+        finish_command(m, cmd_mode, task=True, mode=mode, user_only=USER_ONLY)
 
 
 def _run(console, *, operation, params, step, publish=True, also=None):

@@ -219,3 +219,10 @@ def add_task_option(parser, *, default="the most recently changed task"):
     parser.add_argument("--task", metavar="ID", help=f"a task id or unique prefix (default: {default})")
 
 
+def finish_command(parser, func, *, task=False, **defaults):
+    """End a command's parser: the options every command ends with (--task first with `task`, then
+    --json), and `func` with `defaults` (`user_only`, ...) as what the parsed command runs."""
+    if task:
+        add_task_option(parser)
+    add_json_flag(parser)
+    parser.set_defaults(func=func, **defaults)

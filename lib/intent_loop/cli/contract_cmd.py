@@ -1,5 +1,5 @@
 """The Guard contract: contract show | validate FILE | publish [--dry-run] | withdraw (cli/contract_withdraw.py)."""
-from intent_loop.cli.common import add_json_flag, current_project, deadline, load_state, show_group_help
+from intent_loop.cli.common import current_project, deadline, finish_command, load_state, show_group_help
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import contract_file, document, provider
 from intent_loop.intent.state import REDUCER
@@ -17,19 +17,16 @@ def register(subparsers):
                                    "reads them, canonical hash, current and next version, the file state (bound, "
                                    "missing, stale, invalid, unrecorded, foreign) and the other tasks with claims, "
                                    "which Guard does not enforce.")
-    add_json_flag(s)
-    s.set_defaults(func=cmd_show)
+    finish_command(s, cmd_show)
     v = sub.add_parser("validate", help="check a file with Guard's rules (exit 1 listing every error)",
                        description="Validate any provider document or TaskContractLite with every rule Guard enforces.")
     v.add_argument("file", metavar="FILE")
-    add_json_flag(v)
-    v.set_defaults(func=cmd_validate)
+    finish_command(v, cmd_validate)
     b = sub.add_parser("publish", help="publish, rewrite or withdraw the contract file now",
                        description="Refresh the Guard file under the project lock; --dry-run reports what "
                                    "would happen and writes nothing.")
     b.add_argument("--dry-run", action="store_true", help="compute and report without writing")
-    add_json_flag(b)
-    b.set_defaults(func=cmd_publish)
+    finish_command(b, cmd_publish)
     from intent_loop.cli import contract_withdraw
 
     contract_withdraw.register(sub)

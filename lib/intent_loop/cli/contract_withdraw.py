@@ -12,11 +12,11 @@ import os
 
 from intent_loop.cli.common import (
     USER_ONLY_WHEN_APPLIED,
-    add_json_flag,
     current_project,
     data_root,
     deadline,
     find_recorded_project,
+    finish_command,
     load_state,
 )
 from intent_loop.errors import IntentLoopError
@@ -34,8 +34,7 @@ def register(sub):
                                    "keeps enforcing the last contract after intent-loop is removed.")
     w.add_argument("--all-projects", action="store_true", help="every project under the data root, not only this one")
     w.add_argument("--apply", action="store_true", help="withdraw (default: a dry run that changes nothing)")
-    add_json_flag(w)
-    w.set_defaults(func=cmd_withdraw, user_only=USER_ONLY_WHEN_APPLIED)
+    finish_command(w, cmd_withdraw, user_only=USER_ONLY_WHEN_APPLIED)
 
 
 def recorded_paths(paths):

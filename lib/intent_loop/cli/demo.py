@@ -2,7 +2,7 @@
 import json
 import re
 
-from intent_loop.cli.common import add_json_flag
+from intent_loop.cli.common import finish_command
 from intent_loop.cli.replay import ReplaySession, context_of
 
 _INCLUDE_ID = re.compile(r"\[([0-9a-f]{8})\] scope include:")
@@ -15,8 +15,7 @@ def register(subparsers):
                                           "answer, the resulting claims, the ledger verification and the "
                                           "published Guard contract with its version history.")
     p.add_argument("--keep", metavar="DIR", help="keep the data root and workspace under DIR")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_demo)
+    finish_command(p, cmd_demo)
 
 
 def _indent(text, prefix="    "):

@@ -5,7 +5,7 @@ chained to the next), so its cost follows what it prints, not the ledger's size.
 the events alone (the statements as stored, already redacted); hash-only observations collapse
 into counts ("12 prompts, 11 turns").
 """
-from intent_loop.cli.common import add_json_flag, add_task_option, current_project, load_checkpointed, pick_task
+from intent_loop.cli.common import add_task_option, current_project, finish_command, load_checkpointed, pick_task
 from intent_loop.errors import ErrorCode, IntentLoopError
 
 DEFAULT_COUNT = 50
@@ -21,8 +21,7 @@ def register(subparsers):
                    help=f"read the newest N events (default {DEFAULT_COUNT})")
     p.add_argument("--since", metavar="RFC3339", help="only events at or after this time")
     add_task_option(p, default="every task")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_log)
+    finish_command(p, cmd_log)
 
 
 def cmd_log(args, console):

@@ -1,11 +1,11 @@
 """Read-only report commands: status, show, timeline (exit 0 whenever they can report)."""
 
 from intent_loop.cli.common import (
-    add_json_flag,
     add_task_option,
     current_project,
     damage_next_action,
     data_root,
+    finish_command,
     load_checkpointed,
     load_state,
     pick_task,
@@ -26,8 +26,7 @@ def register(subparsers):
                               description="Where data lives and how that was chosen, the project id of the current "
                                           "directory, its tasks (mode, label, active claim count, last change), the "
                                           "chain state, the Guard provider file state and recent hook failures.")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_status)
+    finish_command(p, cmd_status)
 
     p = subparsers.add_parser("show", help="the task's recorded intent (compact view; --all for everything)",
                               description="The manual compact view of a task (default: the most recently changed). "
@@ -36,8 +35,7 @@ def register(subparsers):
     add_task_option(p)
     p.add_argument("--max-chars", type=int, default=None, metavar="N", help="cap the compact view at N characters")
     p.add_argument("--all", action="store_true", help="the full snapshot and history instead of the compact view")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_show)
+    finish_command(p, cmd_show)
 
     p = subparsers.add_parser("timeline", help="the project's newest events in ledger order, with filters",
                               description="The newest 50 verified events (matching the filters) in order: time, "
@@ -57,8 +55,7 @@ def register(subparsers):
     p.add_argument("--type", metavar="T", dest="event_type", help="an event type, e.g. claim_added")
     p.add_argument("--since", metavar="RFC3339", help="only events at or after this time")
     p.add_argument("--until", metavar="RFC3339", help="only events at or before this time")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_timeline)  # cli/timeline.py
+    finish_command(p, cmd_timeline)  # cli/timeline.py
 
 
 # -- status -------------------------------------------------------------------------------

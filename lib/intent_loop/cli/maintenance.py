@@ -1,7 +1,7 @@
 """Health commands: verify (full chain check), doctor (cli/doctor.py), recover (storage/recovery.py)."""
 import os
 
-from intent_loop.cli.common import USER_ONLY_WHEN_APPLIED, add_json_flag, current_project, data_root, deadline
+from intent_loop.cli.common import USER_ONLY_WHEN_APPLIED, current_project, data_root, deadline, finish_command
 from intent_loop.cli.doctor import cmd_doctor, projects
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent.state import REDUCER
@@ -15,15 +15,13 @@ def register(subparsers):
                               description="Full verification from the first byte, ignoring the cache. "
                                           "Exit 1 with the line number on damage.")
     p.add_argument("--all-projects", action="store_true", help="verify every project under the data root")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_verify)
+    finish_command(p, cmd_verify)
     p = subparsers.add_parser("doctor", help="every check a user could trip over, each with its next action",
                               description="Data root and other candidate roots, hooks, interpreter, chain "
                                           "verification of every project, lock residue, quarantine, Guard file "
                                           "state, recent hook failures. Reports hold counts, sizes and hashes, "
                                           "never claim text. Exit 1 when a check fails.")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_doctor)
+    finish_command(p, cmd_doctor)
     p = subparsers.add_parser("recover", help="cut a damaged ledger back to its verified prefix (dry run by default)",
                               description="Without options: report the verified prefix and the first bad line, "
                                           "write nothing. --export FILE writes the verified prefix to FILE. "
@@ -31,8 +29,7 @@ def register(subparsers):
                                           "and replaces the ledger with exactly the verified prefix.")
     p.add_argument("--export", metavar="FILE", help="write the verified prefix bytes to FILE (must not exist)")
     p.add_argument("--apply", action="store_true", help="replace the ledger with its verified prefix")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_recover, user_only=USER_ONLY_WHEN_APPLIED)
+    finish_command(p, cmd_recover, user_only=USER_ONLY_WHEN_APPLIED)
 
 
 def _verify_one(paths, console):

@@ -6,10 +6,10 @@ import sys
 from intent_loop.cli.common import (
     REWRITE_DEADLINE,
     USER_ONLY,
-    add_json_flag,
     add_task_option,
     current_project,
     deadline,
+    finish_command,
     load_state,
     pick_task,
     show_group_help,
@@ -27,8 +27,7 @@ def register(subparsers):
     add_task_option(p)
     p.add_argument("-o", dest="output", metavar="FILE", help="write the graph to FILE (0600, temp + fsync + rename)")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_export)
+    finish_command(p, cmd_export)
 
     p = subparsers.add_parser("import", help="import a graph as explicit_import evidence (never as your own words)",
                               description="Validate the graph completely (size, UTC timestamps, unique ids, "
@@ -40,8 +39,7 @@ def register(subparsers):
                                           "imported as evidence.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--task", metavar="ID", help="import into this task (default: a new task)")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_import, user_only=USER_ONLY)
+    finish_command(p, cmd_import, user_only=USER_ONLY)
 
     p = subparsers.add_parser("delete", help="physically delete a task or a claim (typed confirmation required)",
                               description="Rewrite and re-chain the ledger without the task or claim, clear the "
@@ -55,8 +53,7 @@ def register(subparsers):
         d.add_argument("id", metavar="ID")
         d.add_argument("--confirm", required=True, metavar="TEXT",
                        help=f"exactly \"DELETE {what.upper()} <ID>\"")
-        add_json_flag(d)
-        d.set_defaults(func=func, user_only=USER_ONLY)
+        finish_command(d, func, user_only=USER_ONLY)
 
     show_group_help(p)
 
