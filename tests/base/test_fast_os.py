@@ -56,8 +56,8 @@ def test_lexical_helpers_match_posixpath(path):
 def test_file_predicates_match_os_path(tree):
     for name in ("a", "rel", "dangling", "self", "missing", "a/b/c"):
         path = os.path.join(tree, name)
-        assert (fast_os.exists(path), fast_os.isdir(path), fast_os.islink(path)) == \
-            (os.path.exists(path), os.path.isdir(path), os.path.islink(path)), name
+        assert (fast_os.exists(path), fast_os.isdir(path), fast_os.isfile(path), fast_os.islink(path)) == \
+            (os.path.exists(path), os.path.isdir(path), os.path.isfile(path), os.path.islink(path)), name
     assert fast_os.path.isdir is fast_os.isdir and fast_os.path.join("a", "b") == "a/b"
 
 

@@ -15,26 +15,35 @@ VALUES = {
                     "//plugins/data/x"],
     "HOME": ["with", "without", None, "", "relative"],
 }
-EXECUTABLES = ["/opt/bin/intent-loop-stop", "/h/.codex/plugins/cache/market/intent-loop/1.0/dist/intent-loop-stop",
-               "/plugins/cache/x/bin", "/h/a/../.codex/plugins/cache/m/x", "/w/plugins/cache/a/plugins/cache/b"]
+# {codex}: a Codex home (it holds config.toml); {claude}: Claude Code's ~/.claude, the same
+# plugins/cache layout without config.toml; {bare}: a plugins/cache under no home of either host.
+EXECUTABLES = ["/opt/bin/intent-loop-stop", "{codex}/plugins/cache/market/intent-loop/1.0/dist/intent-loop-stop",
+               "{claude}/plugins/cache/market/intent-loop/1.0/hooks/intent-loop", "/plugins/cache/x/bin",
+               "{codex}/../.codex/./plugins/cache/m/x", "{bare}/plugins/cache/a/plugins/cache/b"]
 
 
 def make_homes(base):
-    """(a home holding .codex, a home without), under base."""
+    """{"with", "without": two HOMEs (the first holds .codex/config.toml and .claude/), and the
+    executables' places "codex", "claude", "bare"}, under base."""
     with_codex, without = base / "with", base / "without"
     (with_codex / ".codex").mkdir(parents=True)
+    (with_codex / ".codex" / "config.toml").write_text("")
+    (with_codex / ".claude").mkdir()
+    (base / "bare").mkdir()
     without.mkdir()
-    return str(with_codex), str(without)
+    return {"with": str(with_codex), "without": str(without), "codex": str(with_codex / ".codex"),
+            "claude": str(with_codex / ".claude"), "bare": str(base / "bare")}
 
 
 def environments(homes, variables=VALUES, executables=EXECUTABLES):
     """(env, executable) for every combination: the env holds only the variables that are set."""
+    executables = [executable.format(**homes) for executable in executables]
     for combo in itertools.product(*variables.values(), executables):
         *values, executable = combo
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         for name, value in zip(variables, values, strict=True):
             if name == "HOME" and value in ("with", "without"):
-                value = homes[0] if value == "with" else homes[1]
+                value = homes[value]
             if value is not None:
                 env[name] = value
         yield env, executable

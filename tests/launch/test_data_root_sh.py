@@ -59,13 +59,15 @@ def test_with_no_absolute_path_of_its_own_the_shell_leaves_the_plugin_cache_and_
     cache: the shell names no root from that step on (Python, which knows its cwd, decides), and still
     settles the three variables above it."""
     cases = [(env, "") for env, _ in environments(homes, executables=[""])]
+    settled = 0
     for (env, _), shell_root in zip(cases, _shell_roots("/bin/sh", cases), strict=True):
-        by_variable = any(env.get(name, "").startswith("/") for name in ("CODEX_HOME", "PLUGIN_DATA"))
-        if env.get("INTENT_LOOP_DATA_DIR") or by_variable:
-            expected = found(find_data_root, env, "/opt/bin/intent-loop-stop")
-            assert shell_root == ("" if expected in (None, "ValueError") else expected[0]), env
+        expected = found(find_data_root, env, "/opt/bin/intent-loop-stop")
+        if expected not in (None, "ValueError") and expected[1] not in ("plugin cache path", "~/.codex"):
+            assert shell_root == expected[0], env
+            settled += 1
         else:
             assert shell_root == "", env
+    assert settled > 0
 
 
 def _load_build():
@@ -91,13 +93,16 @@ NESTED = ("codex-home", "plugins", "data", "market", "nested")
 
 
 def _nested_env(tmp_path, isolated_home):
-    """A PLUGIN_DATA with one component more than Codex's layout: Python keeps data under it, not
-    under the Codex home the shell used to infer from it (docs/upgrading.md, 0.3.0)."""
+    """A PLUGIN_DATA with one component more than Codex's layout is no store of ours (docs/storage.md):
+    the data goes to ~/.codex/plugin-data/intent-loop/v1, and so must the launchers' files; before
+    one rule, the sh launcher inferred a Codex home from it and Python kept data under it."""
     plugin_data = tmp_path.joinpath(*NESTED)
     plugin_data.mkdir(parents=True)
     env = {"HOME": str(isolated_home), "PATH": "/usr/bin:/bin", "PLUGIN_DATA": str(plugin_data),
            "INTENT_LOOP_PYTHON": sys.executable, "LANG": "C.UTF-8"}
-    return env, plugin_data / "intent-loop" / "v1", tmp_path / "codex-home" / "plugin-data"
+    python_root = isolated_home / ".codex" / "plugin-data" / "intent-loop" / "v1"
+    assert find_data_root(env, "/opt/bin/x") == (str(python_root), "~/.codex")
+    return env, python_root, tmp_path / "codex-home" / "plugin-data"
 
 
 def _session_start(argv, env, workspace):
@@ -107,18 +112,18 @@ def _session_start(argv, env, workspace):
     return done
 
 
-def test_a_nested_plugin_data_puts_the_source_launchers_bytecode_where_python_keeps_the_data(tmp_path, isolated_home):
+def test_with_a_nested_plugin_data_the_source_launchers_bytecode_goes_where_python_keeps_the_data(tmp_path, isolated_home):
     env, python_root, inferred = _nested_env(tmp_path, isolated_home)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     for _ in range(2):  # the first run makes the data root, the second writes its bytecode there
         _session_start([str(SOURCE_LAUNCHER), "session-start"], env, workspace)
     assert any((python_root / "pycache").iterdir())
-    assert not inferred.exists()
+    assert not inferred.exists() and not (tmp_path.joinpath(*NESTED) / "intent-loop").exists()
 
 
 @requires_dist
-def test_a_nested_plugin_data_puts_a_binarys_runtime_where_python_keeps_the_data(tmp_path, isolated_home):
+def test_with_a_nested_plugin_data_a_binarys_runtime_goes_where_python_keeps_the_data(tmp_path, isolated_home):
     env, python_root, inferred = _nested_env(tmp_path, isolated_home)
     env.pop("INTENT_LOOP_PYTHON")
     binary = tmp_path / "bin" / "intent-loop-session-start"
@@ -129,4 +134,4 @@ def test_a_nested_plugin_data_puts_a_binarys_runtime_where_python_keeps_the_data
     for _ in range(2):  # the first run extracts the runtime, the second takes the shell's fast path to it
         _session_start([str(binary)], env, workspace)
     assert any((python_root / "runtime").iterdir())
-    assert not inferred.exists()
+    assert not inferred.exists() and not (tmp_path.joinpath(*NESTED) / "intent-loop").exists()

@@ -54,6 +54,7 @@ def homes(tmp_path_factory):
 def _plugin_root(base):
     root = base / "codex-home" / "plugins" / "cache" / "market" / "intent-loop" / "0.1.0"
     (root / "dist").mkdir(parents=True)
+    (base / "codex-home" / "config.toml").write_text("")  # a Codex home (docs/storage.md, step 4)
     return root
 
 

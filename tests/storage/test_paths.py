@@ -39,11 +39,11 @@ def test_data_root_codex_home(tmp_path):
 
 
 def test_data_root_relative_codex_home_is_never_used(tmp_path):
-    env = {"CODEX_HOME": "codex", "PLUGIN_DATA": str(tmp_path / "pd")}
+    env = {"CODEX_HOME": "codex", "PLUGIN_DATA": str(tmp_path / "h" / "plugins" / "data" / "x")}
 
     root, how = paths.resolve_data_root(env)
 
-    assert (root, how) == (os.path.join(str(tmp_path / "pd"), "intent-loop", "v1"), "PLUGIN_DATA")
+    assert (root, how) == (os.path.join(str(tmp_path / "h"), SUFFIX), "PLUGIN_DATA (Codex layout)")
 
 
 @pytest.mark.parametrize("trailing", ["", "/"], ids=["plain", "trailing-slash"])
@@ -59,22 +59,48 @@ def test_data_root_plugin_data_with_codex_shape_goes_three_levels_up(tmp_path, t
 
 @pytest.mark.parametrize(
     "plugin_data",
-    ["/srv/pdata", "/srv/plugins/other/intent-loop", "/plugins/data/intent-loop", "/srv/plugins/data"],
-    ids=["plain-dir", "not-data", "no-home-above", "no-plugin-name"],
+    ["/srv/pdata", "/srv/plugins/other/intent-loop", "/plugins/data/intent-loop", "/srv/plugins/data",
+     "/h/.codex/plugins/data/market/nested"],
+    ids=["plain-dir", "not-data", "no-home-above", "no-plugin-name", "nested"],
 )
-def test_data_root_plugin_data_of_another_shape_is_used_as_given(plugin_data):
-    root, how = paths.resolve_data_root({"PLUGIN_DATA": plugin_data})
+def test_data_root_plugin_data_of_another_shape_is_no_store_of_ours(tmp_path, plugin_data):
+    """Only Codex's layout names a store: any other PLUGIN_DATA (a per-plugin directory) would split
+    the data from what the other host and the command line find (issue 37)."""
+    root, how = paths.resolve_data_root({"PLUGIN_DATA": plugin_data, "HOME": str(tmp_path)})
 
-    assert (root, how) == (os.path.join(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA")
+    assert (root, how) == (os.path.join(str(tmp_path), ".codex", SUFFIX), "~/.codex")
 
 
-def test_data_root_from_executable_inside_plugin_cache(tmp_path):
+def test_claude_codes_plugin_data_variable_is_never_read(tmp_path):
+    env = {"CLAUDE_PLUGIN_DATA": str(tmp_path / "h" / "plugins" / "data" / "x"), "HOME": str(tmp_path)}
+
+    assert paths.resolve_data_root(env)[1] == "~/.codex"
+
+
+def _plugin_copy(home):
+    return home / "plugins" / "cache" / "intent-loop" / "0.1.0" / "bin" / "intent-loop"
+
+
+def test_data_root_from_executable_inside_a_codex_homes_plugin_cache(tmp_path):
     codex_home = tmp_path / "codex-home"
-    executable = codex_home / "plugins" / "cache" / "intent-loop" / "0.1.0" / "bin" / "intent-loop"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text("[plugins]\n")
 
-    root, how = paths.resolve_data_root({}, executable=str(executable), home=str(tmp_path / "nohome"))
+    root, how = paths.resolve_data_root({}, executable=str(_plugin_copy(codex_home)), home=str(tmp_path / "nohome"))
 
     assert (root, how) == (os.path.join(str(codex_home), SUFFIX), "plugin cache path")
+
+
+@pytest.mark.parametrize("home_name", [".claude", "codex-home-without-config"])
+def test_a_plugin_cache_outside_a_codex_home_does_not_decide(tmp_path, home_name):
+    """Claude Code copies a plugin to ~/.claude/plugins/cache/<m>/<p>/<v>/, Codex's very layout: only a
+    home holding Codex's config.toml is taken for a Codex home."""
+    (tmp_path / home_name).mkdir()
+    executable = str(_plugin_copy(tmp_path / home_name))
+
+    root, how = paths.resolve_data_root({}, executable=executable, home=str(tmp_path / "user"))
+
+    assert (root, how) == (os.path.join(str(tmp_path / "user"), ".codex", SUFFIX), "~/.codex")
 
 
 @pytest.mark.parametrize(
@@ -83,37 +109,32 @@ def test_data_root_from_executable_inside_plugin_cache(tmp_path):
     ids=["elsewhere", "no-home-prefix", "near-miss"],
 )
 def test_data_root_executable_elsewhere_does_not_decide(tmp_path, executable):
-    assert _error_code(
-        lambda: paths.resolve_data_root({}, executable=executable, home=str(tmp_path))
-    ) == ErrorCode.DATA_DIR_REQUIRED
+    root, how = paths.resolve_data_root({}, executable=executable, home=str(tmp_path))
+
+    assert how == "~/.codex"
 
 
-def test_data_root_existing_dot_codex_in_home(tmp_path):
-    (tmp_path / ".codex").mkdir()
+@pytest.mark.parametrize("dot_codex", ["missing", "directory"])
+def test_home_codex_is_the_store_whether_or_not_codex_made_it(tmp_path, dot_codex):
+    """The first host to run creates it: Claude Code alone, or the command line, finds the same root."""
+    if dot_codex == "directory":
+        (tmp_path / ".codex").mkdir()
 
-    root, how = paths.resolve_data_root({}, home=str(tmp_path))
+    root, how = paths.resolve_data_root({"HOME": str(tmp_path)})
 
     assert (root, how) == (os.path.join(str(tmp_path), ".codex", SUFFIX), "~/.codex")
 
 
-def test_data_root_dot_codex_found_through_home_in_env(tmp_path):
-    (tmp_path / ".codex").mkdir()
+@pytest.mark.parametrize("home", [None, "", "relative/home"], ids=["unset", "empty", "relative"])
+def test_data_root_nothing_applies_is_data_dir_required(home):
+    env = {} if home is None else {"HOME": home}
 
-    root, _how = paths.resolve_data_root({"HOME": str(tmp_path)})
-
-    assert root == os.path.join(str(tmp_path), ".codex", SUFFIX)
-
-
-@pytest.mark.parametrize("dot_codex", ["missing", "file"])
-def test_data_root_nothing_applies_is_data_dir_required(tmp_path, dot_codex):
-    if dot_codex == "file":
-        (tmp_path / ".codex").write_text("not a directory")
-
-    assert _error_code(lambda: paths.resolve_data_root({"HOME": str(tmp_path)})) == ErrorCode.DATA_DIR_REQUIRED
+    assert _error_code(lambda: paths.resolve_data_root(env, home=home)) == ErrorCode.DATA_DIR_REQUIRED
 
 
 def test_data_root_order_of_precedence(tmp_path):
-    (tmp_path / ".codex").mkdir()
+    (tmp_path / "exe-home").mkdir()
+    (tmp_path / "exe-home" / "config.toml").write_text("")
     executable = str(tmp_path / "exe-home" / "plugins" / "cache" / "p" / "bin")
     env = {
         "INTENT_LOOP_DATA_DIR": str(tmp_path / "explicit"),

@@ -9,6 +9,7 @@ source in each binary's Python launcher (it swaps the `fast_os` import below for
 from intent_loop.base import fast_os
 
 ROOT_SUFFIX = ("plugin-data", "intent-loop", "v1")
+CODEX_CONFIG = "config.toml"
 
 
 def _codex_home_from_plugin_data(plugin_data):
@@ -20,11 +21,15 @@ def _codex_home_from_plugin_data(plugin_data):
 
 
 def _codex_home_from_executable(executable):
-    """An executable inside <codex-home>/plugins/cache/... names the Codex home it belongs to."""
+    """An executable inside <home>/plugins/cache/... names <home> when it is a Codex home: one that
+    holds Codex's config.toml (where `codex plugin add` enables a plugin). Claude Code's home has the
+    same plugins/cache layout and no config.toml: its plugin copy must not make a store of its own."""
     marker = fast_os.sep + fast_os.path.join("plugins", "cache") + fast_os.sep
     path = fast_os.path.abspath(executable)
     index = path.find(marker)
-    return path[:index] if index > 0 else None
+    if index > 0 and fast_os.path.isfile(fast_os.path.join(path[:index], CODEX_CONFIG)):
+        return path[:index]
+    return None
 
 
 def _under(base, *parts):
@@ -35,9 +40,13 @@ def _under(base, *parts):
 def find_data_root(env, executable=None, home=None):
     """(data_root, how_chosen), or None when nothing applies; ValueError for a relative override.
 
-    The order extends the seed's (override, CODEX_HOME, PLUGIN_DATA, cache layout) with
-    `~/.codex` when it exists: Codex does not export CODEX_HOME to hooks, so without this
-    step the hooks and the command line would disagree about where data lives.
+    One store for every host, the command line and the MCP server (issue 37): the seed's order
+    (override, CODEX_HOME, PLUGIN_DATA, cache layout), where PLUGIN_DATA and the cache path count
+    only in Codex's layout, then `~/.codex/plugin-data/...` whether or not ~/.codex exists yet.
+    Codex does not export CODEX_HOME to hooks, and Claude Code's plugin variables
+    (CLAUDE_PLUGIN_DATA, set by both hosts) are per plugin: the last step is what makes the hooks of
+    either host and a terminal with no host variables land on the same store, whichever host ran
+    first and whether or not the other is installed.
     """
     explicit = env.get("INTENT_LOOP_DATA_DIR")
     if explicit:
@@ -52,12 +61,11 @@ def find_data_root(env, executable=None, home=None):
         inferred = _codex_home_from_plugin_data(plugin_data)
         if inferred:
             return _under(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
-        return _under(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA"
     if executable:
         inferred = _codex_home_from_executable(executable)
         if inferred:
             return _under(inferred, *ROOT_SUFFIX), "plugin cache path"
     home = home if home is not None else env.get("HOME")
-    if home and fast_os.path.isabs(home) and fast_os.path.isdir(fast_os.path.join(home, ".codex")):
+    if home and fast_os.path.isabs(home):
         return _under(home, ".codex", *ROOT_SUFFIX), "~/.codex"
     return None

@@ -216,6 +216,13 @@ def isdir(p):
         return False
 
 
+def isfile(p):
+    try:
+        return S_ISREG(stat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def islink(p):
     try:
         return S_ISLNK(lstat(p).st_mode)

@@ -33,13 +33,15 @@ under() {
 # find_data_root EXECUTABLE: sets `root` to the data root, or empty when none applies (or when
 # INTENT_LOOP_DATA_DIR is relative: Python refuses it and says why). EXECUTABLE is this program's
 # absolute path, or empty when it cannot be known (a relative $0 and no absolute cwd): then the
-# steps from the plugin-cache one on leave `root` empty, and Python decides.
+# steps from the plugin-cache one on leave `root` empty, and Python decides. One store for both
+# hosts (docs/storage.md, "Where data lives"):
 #   1. INTENT_LOOP_DATA_DIR, absolute;
 #   2. CODEX_HOME, absolute: $CODEX_HOME/plugin-data/intent-loop/v1;
-#   3. PLUGIN_DATA, absolute: in Codex's layout <home>/plugins/data/<plugin> that home's
-#      plugin-data/intent-loop/v1, else $PLUGIN_DATA/intent-loop/v1;
-#   4. an executable under <home>/plugins/cache/: that home's plugin-data/intent-loop/v1;
-#   5. ~/.codex/plugin-data/intent-loop/v1 when ~/.codex exists.
+#   3. PLUGIN_DATA, absolute and in Codex's layout <home>/plugins/data/<plugin>: that home's
+#      plugin-data/intent-loop/v1 (never CLAUDE_PLUGIN_DATA: per plugin, and set by both hosts);
+#   4. an executable under <home>/plugins/cache/ where <home> holds Codex's config.toml: that home's
+#      plugin-data/intent-loop/v1 (Claude Code's ~/.claude has the same layout, no config.toml);
+#   5. ~/.codex/plugin-data/intent-loop/v1, whether or not ~/.codex exists yet.
 find_data_root() {
   root=
   if [ -n "${INTENT_LOOP_DATA_DIR:-}" ]; then
@@ -53,18 +55,19 @@ find_data_root() {
     /*)
       normal_path "$PLUGIN_DATA"
       case ${normal%/*} in
-        ?*/plugins/data) under "${normal%/plugins/data/*}" plugin-data/intent-loop/v1 ;;
-        *) under "$normal" intent-loop/v1 ;;
-      esac
-      root=$normal; return 0 ;;
+        ?*/plugins/data) under "${normal%/plugins/data/*}" plugin-data/intent-loop/v1; root=$normal; return 0 ;;
+      esac ;;
   esac
   [ -n "$1" ] || return 0
   normal_path "$1"
   case $normal in
-    ?*/plugins/cache/*) under "${normal%%/plugins/cache/*}" plugin-data/intent-loop/v1; root=$normal; return 0 ;;
+    ?*/plugins/cache/*)
+      if [ -f "${normal%%/plugins/cache/*}/config.toml" ]; then
+        under "${normal%%/plugins/cache/*}" plugin-data/intent-loop/v1; root=$normal; return 0
+      fi ;;
   esac
   case ${HOME:-} in
-    /*) [ -d "$HOME/.codex" ] && under "$HOME" .codex/plugin-data/intent-loop/v1 && root=$normal ;;
+    /*) under "$HOME" .codex/plugin-data/intent-loop/v1; root=$normal ;;
   esac
   return 0
 }

@@ -21,8 +21,8 @@ def resolve_data_root(env, *, executable=None, home=None):
     if found is None:
         raise IntentLoopError(
             ErrorCode.DATA_DIR_REQUIRED,
-            "no data directory: set CODEX_HOME (or INTENT_LOOP_DATA_DIR) to an absolute path, "
-            "or create ~/.codex",
+            "no data directory: HOME is not an absolute path; set CODEX_HOME or INTENT_LOOP_DATA_DIR "
+            "to an absolute path",
         )
     return found
 
