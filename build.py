@@ -185,6 +185,7 @@ from intent_loop.launch.binaries import (  # noqa: E402
     HOOKS,
     PLUGIN_COMMAND,
     WINDOWS_NOTICE,
+    claude_handler_group,
     handler_group,
     source_command,
 )
@@ -193,6 +194,7 @@ from intent_loop.launch.fast_path import MARKER  # noqa: E402
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the zip epoch: builds from one commit are byte-identical
 LAUNCH = ROOT / "lib" / "intent_loop" / "launch"
 PLUGIN_HOOKS = ROOT / "hooks.json"
+CLAUDE_PLUGIN_HOOKS = ROOT / "hooks" / "hooks.json"
 PLUGIN_DESCRIPTION = "intent-loop: records the user's `intent:` commands and publishes the Guard contract"
 
 
@@ -286,12 +288,14 @@ def _is_fast_os_import(node):
             and [(a.name, a.asname) for a in node.names] == [("fast_os", None)])
 
 
-def plugin_hooks_json(command_of=source_command):
+def plugin_hooks_json(command_of=source_command, *, group_of=None):
     """A plugin's hooks.json: one handler per hook of the table, each on one line. The repository's
-    own (committed at the root) runs the source launcher; dist/marketplace's runs the binaries."""
+    own (committed at the root) runs the source launcher; dist/marketplace's runs the binaries;
+    Claude Code's (committed as hooks/hooks.json, `group_of` claude_handler_group) the source
+    launcher by Claude Code's variable."""
     events = []
     for hook in HOOKS:
-        group = handler_group(hook, command_of(hook), windows=WINDOWS_NOTICE)
+        group = group_of(hook) if group_of else handler_group(hook, command_of(hook), windows=WINDOWS_NOTICE)
         matcher = f'        "matcher": {json.dumps(group["matcher"])},\n' if "matcher" in group else ""
         [handler] = group["hooks"]
         events.append(f'    {json.dumps(hook.event)}: [\n      {{\n{matcher}        "hooks": [\n'
@@ -309,7 +313,7 @@ def stage_site_packages(stage):
     stage.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "lib" / "intent_loop", stage / "intent_loop", ignore=ignore)
-    shutil.copytree(ROOT / "hooks", stage / "hooks", ignore=ignore)
+    shutil.copytree(ROOT / "hooks", stage / "hooks", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.json"))
     shutil.copytree(Path(orjson.__file__).parent, stage / "orjson", ignore=ignore)
 
 
@@ -338,10 +342,12 @@ def binary_command(hook):
 
 
 def write_plugin_hooks():
-    """hooks.json is committed (Codex reads it from the repository plugin's tree) and regenerated here."""
-    text = plugin_hooks_json()
-    if not PLUGIN_HOOKS.exists() or PLUGIN_HOOKS.read_text() != text:
-        PLUGIN_HOOKS.write_text(text)
+    """hooks.json (Codex) and hooks/hooks.json (Claude Code) are committed (each host reads its own
+    from the repository plugin's tree) and regenerated here from the one table."""
+    for path, text in ((PLUGIN_HOOKS, plugin_hooks_json()),
+                       (CLAUDE_PLUGIN_HOOKS, plugin_hooks_json(group_of=claude_handler_group))):
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
     return PLUGIN_HOOKS
 
 
@@ -383,7 +389,7 @@ RELEASE_FILE = ROOT / "release.json"
 # What a plugin install runs (the repository plugin runs this tree): a change to any of these files
 # changes what users run, so it is a release (issue 36 item 5; Claude Code refreshes an installed
 # plugin only when its version changes).
-PLUGIN_PATHS = ("lib", "hooks", "skills", "hooks.json", ".mcp.json", ".codex-plugin/plugin.json")
+PLUGIN_PATHS = ("lib", "hooks", "skills", "hooks.json", ".mcp.json", ".codex-plugin/plugin.json", ".claude-plugin")
 
 
 def plugin_files():
@@ -407,7 +413,7 @@ def plugin_files_digest():
 
 
 def cmd_release(args):
-    """Record a release: the new version in its three places, then the digest of the plugin's files."""
+    """Record a release: the new version in its four places, then the digest of the plugin's files."""
     import re
 
     current = project_version()
@@ -421,7 +427,8 @@ def cmd_release(args):
     for path, pattern, text in (
             (ROOT / "lib" / "intent_loop" / "base" / "release.py", r'^VERSION = "[^"]*"$', f'VERSION = "{version}"'),
             (ROOT / "pyproject.toml", r'^version = "[^"]*"$', f'version = "{version}"'),
-            (ROOT / ".codex-plugin" / "plugin.json", r'^  "version": "[^"]*",$', f'  "version": "{version}",')):
+            (ROOT / ".codex-plugin" / "plugin.json", r'^  "version": "[^"]*",$', f'  "version": "{version}",'),
+            (ROOT / ".claude-plugin" / "plugin.json", r'^  "version": "[^"]*",$', f'  "version": "{version}",')):
         old = path.read_text()
         new, count = re.subn(pattern, text, old, count=1, flags=re.M)
         if count != 1:

@@ -140,15 +140,45 @@ def test_install_apply_writes_config_toml_with_a_backup_and_uninstall_removes_it
     assert real.read_text().rstrip("\n") == USER_TOML.rstrip("\n")
 
 
-def test_the_plugin_manifest_starts_the_server_relative_to_the_plugin_root():
+def _started_as(server, *, expand, cwd, env):
+    """Start .mcp.json's server as a host does (`expand`: what the host substitutes in command and
+    args) and ask it to initialize; its answer."""
+    argv = [expand(server["command"])] + [expand(arg) for arg in server["args"]]
+    done = subprocess.run(argv, input=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}) + "\n",
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[0])
+
+
+def test_one_mcp_json_starts_the_server_under_codex_and_under_claude_code(tmp_path):
+    """Codex starts the server with cwd "." = the plugin root and expands nothing; Claude Code
+    substitutes ${CLAUDE_PLUGIN_ROOT} in command and args and runs it in the project directory
+    (../shared/docs/claude-code-hooks.md, 25): the one file must start the same server both ways."""
     with open(os.path.join(ROOT, ".codex-plugin", "plugin.json")) as fh:
-        manifest = json.load(fh)
-    assert manifest["mcpServers"] == "./.mcp.json"
+        assert json.load(fh)["mcpServers"] == "./.mcp.json"
     with open(os.path.join(ROOT, ".mcp.json")) as fh:
         server = json.load(fh)["mcpServers"]["intent_loop"]
-    # Codex does not expand ${PLUGIN_ROOT} in .mcp.json; cwd "." is the plugin root (docs/mcp.md); the
-    # repository plugin runs the source launcher (dist/marketplace's starts ./dist/intent-loop-mcp)
-    assert server == {"command": "./hooks/intent-loop", "args": ["mcp"], "cwd": "."}
+    assert server["command"] == "/bin/sh" and server["cwd"] == "."  # nothing looked up on the agent's PATH
+    project = tmp_path / "project"
+    project.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    codex_env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # what Codex passes on
+    as_codex = _started_as(server, expand=lambda text: text, cwd=ROOT, env=codex_env)
+    claude_env = dict(codex_env, CLAUDECODE="1", CLAUDE_PLUGIN_ROOT=ROOT, CLAUDE_PROJECT_DIR=str(project))
+    as_claude = _started_as(server, expand=lambda text: text.replace("${CLAUDE_PLUGIN_ROOT}", ROOT),
+                            cwd=str(project), env=claude_env)
+    for answer in (as_codex, as_claude):
+        assert answer["result"]["serverInfo"]["name"] == "intent-loop", answer
+    # a planted ./hooks/intent-loop in the project is never what Claude Code's start runs
+    (project / "hooks").mkdir()
+    planted = project / "hooks" / "intent-loop"
+    planted.write_text("#!/bin/sh\necho planted > \"$HOME/planted\"\n")
+    planted.chmod(0o755)
+    _started_as(server, expand=lambda text: text.replace("${CLAUDE_PLUGIN_ROOT}", ROOT), cwd=str(project),
+                env=claude_env)
+    assert not (home / "planted").exists()
 
 
 # -- the CLI in a shell Codex's agent runs ---------------------------------------------------

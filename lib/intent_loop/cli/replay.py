@@ -2,9 +2,10 @@
 
 Each line is {"event": "SessionStart"|"UserPromptSubmit"|"Stop", "payload": {...}} (or "stdin": "raw
 text" instead of payload, for hostile input); `"lock_held": true` runs that step while replay itself
-holds the project lock, as another writer would (the hook's work then fails mid-way). The payload's
-cwd is replaced by a temporary workspace; the binaries run with INTENT_LOOP_DATA_DIR set to a
-temporary data root.
+holds the project lock, as another writer would (the hook's work then fails mid-way); `"env": {...}`
+adds variables for that step only, as a host sets them (Claude Code's CLAUDECODE...), `{workspace}`
+in a value standing for the workspace. The payload's cwd is replaced by a temporary workspace; the
+binaries run with INTENT_LOOP_DATA_DIR set to a temporary data root.
 """
 import contextlib
 import json
@@ -54,12 +55,19 @@ def read_steps(path):
         except RecursionError:
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT, f"{path} line {number}: nested too deeply") from None
         if not isinstance(step, dict) or step.get("event") not in BINARY_FOR_EVENT or \
-                ("payload" not in step and not isinstance(step.get("stdin"), str)):
+                ("payload" not in step and not isinstance(step.get("stdin"), str)) or \
+                not _is_step_env(step.get("env", {})):
             raise IntentLoopError(ErrorCode.INVALID_ARGUMENT,
                                   f"{path} line {number}: expected {{\"event\": one of "
-                                  f"{', '.join(BINARY_FOR_EVENT)}, \"payload\": ...}}")
+                                  f"{', '.join(BINARY_FOR_EVENT)}, \"payload\": ..., \"env\": "
+                                  f"{{NAME: text}} (optional)}}")
         steps.append(step)
     return steps
+
+
+def _is_step_env(env):
+    return isinstance(env, dict) and all(isinstance(k, str) and k and "=" not in k and "\0" not in k
+                                         and isinstance(v, str) and "\0" not in v for k, v in env.items())
 
 
 class ReplaySession:
@@ -91,7 +99,7 @@ class ReplaySession:
         os.mkdir(self.env["CODEX_HOME"], 0o700)
         self.steps = []
 
-    def run(self, event, payload=None, *, stdin=None, lock_held=False):
+    def run(self, event, payload=None, *, stdin=None, lock_held=False, env=None):
         """Run one hook; returns {event, answer, exit_code, ok, stdout, stderr}."""
         if stdin is None:
             if isinstance(payload, dict) and "cwd" in payload:
@@ -102,8 +110,10 @@ class ReplaySession:
         binary = os.path.join(self.dist, BINARY_FOR_EVENT[event])
         try:
             with self._lock_held() if lock_held else contextlib.nullcontext():
+                added = {k: v.replace("{workspace}", self.workspace) for k, v in (env or {}).items()}
+                step_env = dict(self.env, **added)
                 proc = subprocess.run([binary], input=data, capture_output=True, cwd=self.workspace,
-                                      env=self.env, timeout=STEP_TIMEOUT)
+                                      env=step_env, timeout=STEP_TIMEOUT)
             code, out, err = proc.returncode, proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as exc:
             code, out, err = -1, exc.stdout or b"", b"timed out"
@@ -200,7 +210,7 @@ def cmd_replay(args, console):
     try:
         for step in steps:
             session.run(step["event"], step.get("payload"), stdin=step.get("stdin"),
-                        lock_held=step.get("lock_held") is True)
+                        lock_held=step.get("lock_held") is True, env=step.get("env"))
         ledger, _verified = session.ledger()
         provider, provider_file = session.provider()
         errors = None

@@ -8,7 +8,9 @@ The states, each with the words of ops/enforcement_words.py:
 - not_running: Guard is installed but Codex does not run its hooks (the cause says why);
 - not_installed;
 - unconfirmed: nothing can prove Guard ran (no records kept, records the agent can write, or
-  not seen yet in this session).
+  not seen yet in this session);
+- other_host: the session runs in Claude Code, where Guard 0.2.2 does not run at all (its hooks
+  are Codex's); the Guard file is still published, for Codex sessions in the same workspace.
 
 The sources, cheapest and surest first: Guard's settings from this hook's environment, which
 Codex gives every plugin hook alike (efg_config); Guard's own event record for this session
@@ -22,7 +24,10 @@ import time
 
 from intent_loop.base import fast_os
 
-STATES = ("enforced", "reminders", "off", "not_running", "not_installed", "unconfirmed")
+STATES = ("enforced", "reminders", "off", "not_running", "not_installed", "unconfirmed", "other_host")
+# Variables only Claude Code sets for a hook (Codex sets CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA
+# for plugin hooks too, so those tell nothing; docs/hosts.md).
+CLAUDE_CODE_VARIABLES = ("CLAUDECODE", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_ENTRYPOINT")
 # Why a state holds; ops/enforcement_words.py words each (ENFORCEMENT_CAUSES).
 CAUSES = ("untrusted", "not_seen", "plugin_disabled", "no_copy", "hooks_disabled", "hooks_feature_off",
           "plugins_feature_off", "node_missing", "no_records", "records_in_workspace", "not_yet")
@@ -41,9 +46,12 @@ def observe(env, *, cwd, session_id, paths, confirm, record=True, _proc="/proc")
     the verdict in the project's record (SessionStart writes nothing)."""
     from intent_loop.guard import efg_state as efg_config
 
-    stored = read_record(paths)
     verdict = {"mode": efg_config.mode(env), "stops": efg_config.max_stop_continuations(env),
                "cause": None, "confirmed": True, "ran_at": None, "observed_at": int(time.time())}
+    if on_claude_code(env):  # no Guard on this host: nothing to look for, and Codex's record stays Codex's
+        verdict["state"] = "other_host"
+        return verdict
+    stored = read_record(paths)
     home = efg_config.codex_home(env)
     install = _install_facts(home, stored) if home else None
     state, cause = _install_state(install, env)
@@ -56,6 +64,11 @@ def observe(env, *, cwd, session_id, paths, confirm, record=True, _proc="/proc")
     if record or (install is not None and install["parsed"]):  # a parse is cached even by SessionStart
         _write_record(paths, stored, verdict, install, observed=record)
     return verdict
+
+
+def on_claude_code(env):
+    """Whether Claude Code runs this hook: one of the variables only it sets."""
+    return any(env.get(name) for name in CLAUDE_CODE_VARIABLES)
 
 
 def _install_state(install, env):

@@ -6,7 +6,7 @@ for the user and the model's copy of it, plus the view when it changed. Whatever
 the answer names the commands that were not recorded (docs/hooks.md).
 """
 from intent_loop.errors import IntentLoopError
-from intent_loop.hook.context import HookContext, make_source_ref, read_state, refresh_guard
+from intent_loop.hook.context import HookContext, make_source_ref, read_state, refresh_guard, turn_of
 from intent_loop.hook.runtime import after_of
 from intent_loop.hook.telling import (
     announce_proposals,
@@ -34,7 +34,7 @@ def run_prompt_commands(payload, runtime, prompt, *, request_ids):
     try:
         ctx = HookContext(payload, runtime)
         ctx.place()  # where the session stood BEFORE its commands (the transaction continues ctx.state)
-        source_ref = make_source_ref("user_event", payload.get("turn_id"), prompt)
+        source_ref = make_source_ref("user_event", turn_of(payload), prompt)
         request_id, former_ids = request_ids(ctx, payload, prompt)
         receipt = apply_commands.run_commands(
             ctx.paths, commands=commands, session_hash=ctx.session, source_ref=source_ref,

@@ -109,6 +109,15 @@ class HookContext:
         return verdict, not (same and told["user"]), not same
 
 
+def turn_of(payload):
+    """The host's id of this turn: Codex's `turn_id`; Claude Code sends none, but a `prompt_id` per
+    prompt, which its Stop repeats (docs/hosts.md). "" when neither is a string."""
+    for field in ("turn_id", "prompt_id"):
+        if isinstance(payload.get(field), str):
+            return payload[field]
+    return ""
+
+
 def make_source_ref(kind, opaque_id, text, *, redaction=None):
     """A validated opaque host id is the source identity; else the hash of the REDACTED text
     (`redaction`: a version of the rules other than the current one, see with_former_ids)."""

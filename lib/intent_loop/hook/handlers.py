@@ -13,6 +13,7 @@ from intent_loop.hook.context import (
     make_source_ref,
     reducer,
     refresh_guard,
+    turn_of,
     with_former_ids,
 )
 
@@ -63,9 +64,13 @@ def user_prompt_submit(payload, runtime):
     prompt = payload.get("prompt")
     if not isinstance(prompt, str):
         return None
-    from intent_loop.intent.prompt_scan import has_command
+    from intent_loop.intent.prompt_scan import has_command, injected_by
 
     is_subagent = "agent_id" in payload or "agent_type" in payload
+    injected = None if is_subagent else injected_by(payload, prompt)
+    if injected is not None:  # the host wrote it: observed as the agent's, its commands never run
+        return _observe_prompt(payload, runtime, prompt, actor="agent", injected=injected,
+                               had_commands=has_command(prompt))
     if is_subagent or not has_command(prompt):
         return _observe_prompt(payload, runtime, prompt, actor="agent" if is_subagent else "user")
     from intent_loop.hook.command_prompt import run_prompt_commands
@@ -74,11 +79,11 @@ def user_prompt_submit(payload, runtime):
 
 
 def _prompt_request_ids(ctx, payload, prompt):
-    """SHA-256 of event, session hash, turn id and the hash of the redacted prompt: one per prompt,
+    """SHA-256 of event, session hash, turn id (context.turn_of) and the hash of the redacted prompt: one per prompt,
     identical for Codex's retries, distinct for several prompts in one turn; then its former ids."""
     from intent_loop.redaction.redact import redact
 
-    turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
+    turn = turn_of(payload)
 
     def request_id_under(version):
         prompt_hash = sha256_hex(redact(prompt, version=version).encode("utf-8", "surrogatepass"))
@@ -87,33 +92,45 @@ def _prompt_request_ids(ctx, payload, prompt):
     return with_former_ids(request_id_under)
 
 
-def _observe_prompt(payload, runtime, prompt, *, actor):
+def _observe_prompt(payload, runtime, prompt, *, actor, injected=None, had_commands=False):
+    """A prompt whose lines are not run: the user's without commands, a subagent's, or one the host
+    wrote (`injected`: its mark), which goes on as the user's session does, and, when it held
+    `intent:` lines, tells the user and the model that they were not recorded, and why."""
     ctx = HookContext(payload, runtime)
     task = ctx.linked_task()
     answer = {}
     if is_recording(ctx, task):  # only a linked session's prompts are observed
         ctx.after.add(ctx.paths, _observation_job(ctx, payload, prompt, actor=actor, task_id=task["task_id"]))
+    note = None
+    if injected is not None and had_commands:
+        from intent_loop.hook.prompt_answer import PREFIX, not_typed_note
+
+        note = not_typed_note(injected)
     if not ctx.state["tasks"]:
+        if note:  # the model too: it must not take them for recorded
+            answer["context"] = answer["system_message"] = PREFIX + note
         return answer or None
     from intent_loop.hook.telling import announce_proposals, enforcement_news, told_guard, with_told
 
-    if actor == "agent":  # a subagent's prompt (written by the parent model): the view, read-only
+    if actor == "agent" and injected is None:  # a subagent's prompt (written by the parent model): read-only
         from intent_loop.intent.session_view import subagent_context
 
         text = subagent_context(ctx.state, ctx.paths, ctx.session, place=ctx.place(), guard=told_guard(ctx))
         return {"context": text} if text is not None else None
     items = []
     news = ctx.seen.take_guard_news()
-    if news is not None:
+    if news is not None or note:
         from intent_loop.hook.prompt_answer import Pinned
 
-        items.append(Pinned(news))
+        items += [Pinned(text) for text in (note, news) if text]
     if ctx.place().current is not None and ctx.seen.guard_changed():
         ctx.after.add(ctx.paths, _guard_repair_job(ctx))
     told = {}
     enforcement_news(ctx, told)  # first: a view built below carries the verdict's sentence
     announce_proposals(ctx, ctx.state, answer, items)
     _tell_what_changed(ctx, answer, items)
+    if note:  # first in the model's context: it must not take them for recorded
+        answer["context"] = "\n".join(p for p in (PREFIX + note, answer.get("context")) if p)
     if told.get("context"):
         answer["context"] = "\n".join(p for p in (answer.get("context"), told["context"]) if p)
     if news is not None:
@@ -139,7 +156,7 @@ def _observation_job(ctx, payload, prompt, *, actor, task_id):
         from intent_loop.intent.tasks import Plan, observe
         from intent_loop.storage.transaction import mutate
 
-        source = make_source_ref("agent_turn" if actor == "agent" else "user_event", payload.get("turn_id"), prompt)
+        source = make_source_ref("agent_turn" if actor == "agent" else "user_event", turn_of(payload), prompt)
 
         def plan(state):
             if not is_recording(ctx, state["tasks"].get(task_id)):

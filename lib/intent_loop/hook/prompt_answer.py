@@ -218,3 +218,9 @@ def change_note(items):
         return None
     return _clipped("intent-loop: the user changed the recorded intent in prompts answered without you: "
                     + _SEPARATOR.join(items) + ". The view below is current.", 2 * WIDTH)
+
+
+def not_typed_note(mark):
+    """The receipt of a prompt the host wrote (prompt_scan.injected_by) that held `intent:` lines."""
+    return (f"this prompt carries {mark}: the host wrote it, not your typing, so its intent: lines "
+            "were not recorded; type them yourself to record them")

@@ -1,7 +1,15 @@
 """The Stop hook: record a hash-only result signal for the session's task and refresh the Guard
 file, both after the answer (which for Stop is always `{"continue":true}`)."""
 from intent_loop.base.canonical import sha256_hex
-from intent_loop.hook.context import HookContext, is_recording, make_source_ref, reducer, refresh_guard, with_former_ids
+from intent_loop.hook.context import (
+    HookContext,
+    is_recording,
+    make_source_ref,
+    reducer,
+    refresh_guard,
+    turn_of,
+    with_former_ids,
+)
 
 
 def stop(payload, runtime):
@@ -20,11 +28,11 @@ def stop(payload, runtime):
 
         message = payload.get("last_assistant_message")
         text = message if isinstance(message, str) else ""
-        source = make_source_ref("agent_turn", payload.get("turn_id"), text)
-        turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else ""
+        source = make_source_ref("agent_turn", turn_of(payload), text)
+        turn = turn_of(payload)
 
         def request_id_under(version):
-            source_then = make_source_ref("agent_turn", payload.get("turn_id"), text, redaction=version)
+            source_then = make_source_ref("agent_turn", turn_of(payload), text, redaction=version)
             identity = source_then.get("event_id") or source_then["sha256"]
             return "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, identity)).encode())
 

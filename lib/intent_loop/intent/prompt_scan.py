@@ -49,3 +49,30 @@ def _starts_line(text, at):
     while before >= 0 and text[before] in " \t":
         before -= 1
     return before < 0 or text[before] in "\r\n"
+
+
+# -- prompts the user never typed --------------------------------------------------------------
+# Claude Code runs UserPromptSubmit for prompts it writes itself, with exactly a typed prompt's fields
+# (docs/hosts.md, "Prompts the user never typed"): at hook time only their text marks them. Each is a
+# line that starts with one of these tags. The text inside may be the model's own (a background
+# task's description), so an `intent:` line there is never the user's.
+INJECTED_TAGS = ("<task-notification>",)
+
+
+def injected_by(payload, prompt):
+    """The mark that says the host, not the user, wrote this prompt ("<task-notification>", or
+    "source: <value>" when a Claude Code payload (one without Codex's turn_id) names a source other
+    than "user"), or None: only then is it the user's. A prompt a user types with such a tag at a
+    line's start is treated the same."""
+    source = payload.get("source") if "turn_id" not in payload else None  # Codex's prompts carry a turn_id
+    if source is not None and source != "user":
+        return f"source: {str(source)[:40]}"
+    if "<" not in prompt:  # most prompts: one C-speed scan
+        return None
+    for tag in INJECTED_TAGS:
+        at = prompt.find(tag)
+        while at != -1:
+            if not _line_head(prompt, at).strip(" \t"):
+                return tag
+            at = prompt.find(tag, at + len(tag))
+    return None

@@ -15,6 +15,9 @@ PLUGIN_COMMAND = "${PLUGIN_ROOT}/dist/"  # how dist/marketplace's hooks.json nam
 # sh launcher (hooks/intent-loop, docs/install.md), its first argument naming the entry point.
 SOURCE_LAUNCHER = "hooks/intent-loop"
 SOURCE_COMMAND = '"${PLUGIN_ROOT}/hooks/intent-loop" '  # quoted: a Codex home may hold a space
+# Claude Code runs a hook with `/bin/sh -c` and sets CLAUDE_PLUGIN_ROOT, never PLUGIN_ROOT (which would
+# expand to nothing there): its hooks file, hooks/hooks.json, names the same launcher by its variable.
+CLAUDE_SOURCE_COMMAND = '"${CLAUDE_PLUGIN_ROOT}/hooks/intent-loop" '
 # What a plugin hook runs on native Windows, where neither launcher can: Codex 0.169.0 takes a
 # handler's `commandWindows` there instead of `command` (unverified without Windows: docs/install.md).
 WINDOWS_NOTICE = ('echo {"continue":true,"systemMessage":"intent-loop does not run on native Windows; '
@@ -40,7 +43,7 @@ class Binary:
 
 BINARIES = (
     Binary("intent-loop-session-start", entry="session-start", module="hooks.session_start", function="main",
-           event="SessionStart", matcher="startup|resume|clear|compact"),
+           event="SessionStart", matcher="startup|resume|clear|compact|fork"),
     Binary("intent-loop-user-prompt", entry="user-prompt", module="hooks.user_prompt", function="main",
            event="UserPromptSubmit"),
     Binary("intent-loop-stop", entry="stop", module="hooks.stop", function="main", event="Stop"),
@@ -64,6 +67,14 @@ def handler_group(hook, command, *, windows=None):
         handler["commandWindows"] = windows
     handler.update(timeout=HANDLER_TIMEOUT, statusMessage=STATUS_MESSAGE)
     group["hooks"] = [handler]
+    return group
+
+
+def claude_handler_group(hook):
+    """The matcher group Claude Code reads for one hook (hooks/hooks.json): the same entry and
+    matcher, Claude Code's variable, and no Codex-only fields."""
+    group = {"matcher": hook.matcher} if hook.matcher else {}
+    group["hooks"] = [{"type": "command", "command": CLAUDE_SOURCE_COMMAND + hook.entry, "timeout": HANDLER_TIMEOUT}]
     return group
 
 

@@ -106,11 +106,12 @@ def _hooks_state(call):
 
 
 def _enforcement(call):
-    """What Guard enforces, as the hooks last saw it: Codex gives this server none of EFG_MODE."""
-    from intent_loop.guard.enforcement import reported
+    """What Guard enforces, as the hooks last saw it: Codex gives this server none of EFG_MODE. Under
+    Claude Code (which passes its own variables to the server) nothing does, whatever Codex saw."""
+    from intent_loop.guard.enforcement import on_claude_code, reported
     from intent_loop.ops.enforcement_words import enforcement_summary
 
-    seen = reported(call.paths)
+    seen = {"state": "other_host", "cause": None} if on_claude_code(call.env) else reported(call.paths)
     return dict(seen or {"state": None}, summary=enforcement_summary(seen))
 
 

@@ -14,6 +14,7 @@ ENFORCEMENT_SHORT = {  # short: the receipt line has two lines of 160 characters
     "not_running": "not enforced (Guard's hooks not running)",
     "not_installed": "not enforced (no Guard)",
     "unconfirmed": "enforcement unconfirmed",
+    "other_host": "not enforced on this host (Guard runs only under Codex)",
 }
 # The model's header: whether Guard blocks the user's rules in this session.
 ENFORCEMENT_HEADERS = {
@@ -25,6 +26,8 @@ ENFORCEMENT_HEADERS = {
                    "breaks these rules.",
     "not_installed": "Execution Fidelity Guard is not installed: nothing blocks an action that breaks these rules.",
     "unconfirmed": "Whether Execution Fidelity Guard blocks anything in this session is not confirmed.",
+    "other_host": "This session runs in Claude Code, where Execution Fidelity Guard does not run: nothing on this "
+                  "host blocks an action that breaks these rules; you are only told them.",
 }
 # Said once, in the header, where Guard may deny or pause (not per rule: the view is capped).
 GUARD_DENIALS = ("If Guard pauses an action under an `ask` rule, tell the user which rule and that "
@@ -136,6 +139,9 @@ def enforcement_explained(verdict):
     if state == "not_installed":
         return ("Execution Fidelity Guard is not installed, so your rules reach the agent as reminders "
                 "only; the README's `Guard` section says how to install it")
+    if state == "other_host":
+        return ("nothing enforces your rules in Claude Code: Execution Fidelity Guard runs only under Codex, so "
+                "here the agent is only told them; the Guard file is still kept for Codex sessions in this workspace")
     return f"whether Guard blocks anything is not confirmed{why}"
 
 

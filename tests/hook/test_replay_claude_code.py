@@ -1,0 +1,92 @@
+"""Claude Code 2.1.332's own payloads (tests/fixtures/claude-code-2.1.332/, captured with a probe plugin)
+through the built hooks, with the variables Claude Code sets (tests/fixtures/replay/claude_code.jsonl:
+`claude -p` new, background task and fork sessions, then the TUI's start-up, `/clear` and `/compact`;
+one prompt, step 7, is the background session's prompt with typed text in place of the captured one).
+CI sees a difference between the hosts here without starting either."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers.dist import requires_dist
+from helpers.replay_golden import normalize
+from intent_loop.guard.acceptance import validate_provider_document
+from intent_loop.intent.prompt_scan import injected_by
+from intent_loop.ops.enforcement_words import ENFORCEMENT_HEADERS, ENFORCEMENT_SHORT
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLI = os.path.join(ROOT, "dist", "intent-loop")
+SEQUENCE = os.path.join(ROOT, "tests", "fixtures", "replay", "claude_code.jsonl")
+NOTIFICATION = os.path.join(ROOT, "tests", "fixtures", "claude-code-2.1.332", "print",
+                            "p6_background.user_prompt_submit.2.json")
+GOAL = "Fix the login redirect loop"
+
+
+@pytest.fixture(scope="module")
+def replayed():
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "INTENT_LOOP_DATA_DIR", "PLUGIN_DATA")}
+    done = subprocess.run([CLI, "replay", "--json", SEQUENCE], capture_output=True, text=True, env=env, timeout=180)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    doc = json.loads(done.stdout)
+    return doc, [step["answer"] for step in doc["steps"]]
+
+
+def _context(answer):
+    return answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+
+
+@requires_dist
+def test_a_background_tasks_notification_records_none_of_its_lines_and_says_so(replayed):
+    doc, answers = replayed
+    notification = answers[5]
+    projection = doc["provider"]["projection"]
+    assert "INJECTED" not in json.dumps(projection)  # the model's `intent: must-not` never reaches Guard
+    assert "<task-notification>" in notification["systemMessage"]  # the user is told which mark
+    assert _context(notification).startswith("intent-loop: ") and "<task-notification>" in _context(notification)
+    # what the user typed next in that session is recorded: only the marked prompt lost its commands
+    assert projection["authorization"]["forbidden"] == ["action:network"]
+    assert projection["objective"] == GOAL
+    assert validate_provider_document(doc["provider"]) == []
+
+
+@requires_dist
+@pytest.mark.parametrize("step,source", [(8, "fork"), (12, "clear"), (14, "compact")])
+def test_every_new_context_claude_code_opens_gets_the_current_tasks_view(replayed, step, source):
+    doc, answers = replayed
+    assert doc["steps"][step]["event"] == "SessionStart"
+    assert GOAL in _context(answers[step]), source
+
+
+@requires_dist
+def test_the_answers_match_the_golden_and_are_objects_claude_code_honours(replayed):
+    doc, answers = replayed
+    with open(SEQUENCE[: -len(".jsonl")] + ".golden.json") as fh:
+        golden = json.load(fh)
+    assert [{"event": s["event"], "exit_code": s["exit_code"], "answer": normalize(s["answer"])}
+            for s in doc["steps"]] == golden
+    for step, answer in zip(doc["steps"], answers, strict=True):
+        assert step["ok"] and answer["continue"] is True
+        assert set(answer) <= {"continue", "hookSpecificOutput", "systemMessage", "decision", "reason"}
+
+
+def test_the_captured_notification_is_marked_and_a_typed_prompt_is_not():
+    with open(NOTIFICATION) as fh:
+        payload = json.load(fh)
+    assert injected_by(payload, payload["prompt"]) == "<task-notification>"
+    typed = "Please look at <task-notification> handling in src/.\nintent: goal Fix it"
+    assert injected_by({}, typed) is None  # a tag inside a line is the user's text
+    assert injected_by({}, "Summary:\n  <task-notification>\nintent: goal x") == "<task-notification>"
+    assert injected_by({"source": "user"}, "intent: goal x") is None
+    assert injected_by({"source": "scheduled"}, "intent: goal x") == "source: scheduled"
+
+
+@requires_dist
+def test_a_claude_code_session_is_told_that_nothing_on_this_host_enforces_the_rules(replayed):
+    """Guard 0.2.2 runs only under Codex: the receipt's Guard line and the model's header say so,
+    whatever Guard's state in Codex; the Guard file is published all the same, for Codex sessions."""
+    doc, answers = replayed
+    assert ENFORCEMENT_SHORT["other_host"] in answers[1]["systemMessage"]
+    assert ENFORCEMENT_HEADERS["other_host"] in _context(answers[1])
+    assert all(ENFORCEMENT_SHORT[state] not in json.dumps(answers) for state in ("enforced", "reminders"))
+    assert doc["provider"] is not None
