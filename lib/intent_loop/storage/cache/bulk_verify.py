@@ -201,8 +201,8 @@ def fold_stream(fd, verified, reducer, *, project_id, end, on_event=None, on_pro
     # per-line work kept to what the checks need: this is the hot path of every full verification
     # (about 20 us a line). A block in which `_float_risk` finds nothing holds no line it would find
     # anything in (the search runs over the same bytes), so one search per block replaces one per
-    # line; a block with a hit checks its lines one by one. A request of one event (no marker, or a marker of 1) with no request
-    # open is folded at once, which is `RequestAssembler.add`'s answer for it.
+    # line; a block with a hit checks its lines one by one. A request of one event (no marker, or a
+    # marker of 1) with no request open is folded at once, which is `RequestAssembler.add`'s answer.
     loads, dumps, sort, decode_error, sha256 = engine.loads, engine.dumps, _SORT, engine.JSONDecodeError, hashlib.sha256
     keys, head, uuid, count_key = ENVELOPE_KEYS, _HEAD, _UUID, REQUEST_EVENT_COUNT
     hash_at, after_hash = _HASH_AT, _AFTER_HASH
