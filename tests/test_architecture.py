@@ -153,7 +153,7 @@ def test_no_import_circle_inside_a_package():
 STORAGE_FLOORS = (
     # files and the lock: paths, atomic replace, line hashing, the append, quarantine, the
     # maintenance a call asks for (the hook process's own records are hook/'s: issue 26)
-    {"paths", "atomic", "line_hash", "append", "lock", "quarantine", "maintenance"},
+    {"paths", "atomic", "line_hash", "append", "lock", "keepalive", "quarantine", "maintenance"},
     {"ledger", "sealing"},  # the line protocol: one line's check, the fold, the seal
     {"cache.cache_store", "cache.lazy_map", "cache.checkpoint", "cache.chain_marker", "cache.bulk_verify",
      "cache.cache_upkeep"},

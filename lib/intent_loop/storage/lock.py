@@ -21,8 +21,8 @@ Protocol (why each step exists):
   (the command line). Any progress restarts the window.
 - Holders heartbeat at least every quarter of the smallest window: a lock taken with more than
   3 s to its deadline (the command line's long holders: delete, recover, a big import) touches
-  its owner record from a background thread every 0.25 s while held; a hook's short transaction
-  heartbeats at its steps.
+  its owner record from a thread every 0.25 s while held (storage/keepalive.py); a hook's short
+  transaction heartbeats at its steps.
 - A lock handed to a forked child (a hook's committed transaction, finished after its answer)
   is adopted by that child before the parent exits (`adopt_held`): under the gate the owner
   record is rewritten with the child's pid and start time, and the child heartbeats from a
@@ -141,13 +141,7 @@ class ProjectLock:
         # our open and our flock; wait that out instead of failing.
         if not platform.wait_for_lock(fd, until=self.deadline, pause=0.0005):
             raise IntentLoopError(ErrorCode.LOCK_TIMEOUT, "could not lock a fresh owner record before the deadline")
-        record = {
-            "pid": fast_os.getpid(),
-            "token": self.token,
-            "process_start": platform.process_start_time(fast_os.getpid()),
-            "acquired_at": time.time(),
-        }
-        write_all(fd, dumps(record).encode())
+        write_all(fd, _owner_record(self.token))
         return prepared
 
     def _inspect_holder(self):
@@ -200,62 +194,24 @@ class ProjectLock:
 
     # -- holding -----------------------------------------------------------------------------
     def _start_keepalive(self):
-        """Touch the owner record every KEEPALIVE_EVERY seconds until release, from a thread (the
-        C `_thread`: no import cost; a process that dies takes it along, and then the flock proves
-        the lock dead). Stopping waits out a touch in progress, so none lands after the close."""
-        import _thread
+        """Heartbeat from a thread until release (long holders and adopting children only)."""
+        from intent_loop.storage import keepalive
 
-        wake, busy, fd, stopped = _thread.allocate_lock(), _thread.allocate_lock(), self._owner_fd, []
-        wake.acquire()
-
-        def beat():
-            while not wake.acquire(True, KEEPALIVE_EVERY):
-                with busy:
-                    if stopped:
-                        return
-                    try:
-                        fast_os.utime(fd)
-                    except OSError:
-                        return
-
-        def stop():
-            with busy:
-                stopped.append(True)
-            wake.release()
-
-        # Started with the signals a caller handles blocked, which the thread inherits: SIGALRM (a
-        # hook's deadline) and SIGTERM must reach the main thread only, or a write's hold on the
-        # alarm (append.append_durably) would be bypassed through this thread.
-        held = platform.hold_signals(("SIGALRM", "SIGTERM", "SIGINT"))
-        try:
-            _thread.start_new_thread(beat, ())
-        finally:
-            platform.release_signals(held)
-        self._keepalive = stop
-
-    def _stop_keepalive(self):
-        if self._keepalive is not None:
-            self._keepalive()
-        self._keepalive = None
+        self._keepalive = keepalive.start(self._owner_fd, every=KEEPALIVE_EVERY)
 
     def adopt(self):
-        """Make this process the lock's recorded owner: called by a forked child that inherited the
-        lock (its flock is the same open file description) and finishes the work under it, before
-        the parent that installed it exits. Under the gate the record is rewritten with the child's
-        pid and start time (same token), so no waiter ever finds a dead pid beside a held flock;
-        then the child heartbeats from a thread until it releases, so a sync the disk stalls reads
-        as a live holder making progress. False when the lock is no longer ours (nothing written)."""
+        """Make this process the lock's recorded owner, in a forked child that inherited the lock (its
+        flock is the same open file description), before the parent exits: the module docstring's last
+        point; the heartbeat then makes a sync the disk stalls read as a live holder making progress.
+        False when the lock is no longer ours (nothing written)."""
         if self._owner_fd is None:
             return False
         self._keepalive = None  # the parent's keepalive thread did not survive the fork
         with _Gate(self.project_dir, time.monotonic() + 1.0):
             if not self.is_held():
                 return False
-            record = {"pid": fast_os.getpid(), "token": self.token,
-                      "process_start": platform.process_start_time(fast_os.getpid()), "acquired_at": time.time()}
-            data = dumps(record).encode()
             fast_os.ftruncate(self._owner_fd, 0)
-            fast_os.pwrite(self._owner_fd, data, 0)
+            fast_os.pwrite(self._owner_fd, _owner_record(self.token), 0)
         self._start_keepalive()
         return True
 
@@ -288,7 +244,9 @@ class ProjectLock:
             platform.release_signals(blocked)
 
     def _release(self):
-        self._stop_keepalive()  # before the descriptor it touches is closed
+        stop, self._keepalive = self._keepalive, None
+        if stop is not None:
+            stop()  # before the descriptor the heartbeat touches is closed
         if self in _HELD:
             _HELD.remove(self)
         if self._owner_fd is None:
@@ -344,6 +302,13 @@ class _Gate:
 
     def __exit__(self, *exc_info):
         fast_os.close(self.fd)  # closing drops the flock
+
+
+def _owner_record(token):
+    """owner.json's bytes for this process: its pid and start time (a reused pid is told apart)."""
+    pid = fast_os.getpid()
+    return dumps({"pid": pid, "token": token, "process_start": platform.process_start_time(pid),
+                  "acquired_at": time.time()}).encode()
 
 
 def _is_pid_gone(record):
