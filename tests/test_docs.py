@@ -473,21 +473,29 @@ def test_every_quoted_receipt_is_one_the_code_prints():
 
 
 def test_the_receipt_check_catches_a_stale_quote():
+    """Quotes made of today's words (ops/receipts.py's, rendered) pass; the same quotes out of order,
+    with older words or without an id's brackets do not."""
+    from helpers.receipt_words import published, rendered
+    from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT, rule_strength
+
     grammar = _receipt_grammar()
-    current = ["Guard contract v1, reminders only (shadow); recorded goal [68af2273]",
-               "Guard contract v2, reminders only (shadow); joined the current task 562972b9 (started 2 hours "
-               "ago); `intent: new` starts a fresh one; recorded must [a41c09d2]",
-               "recorded must-not [a41c09d2] (Guard can block it); line 2 rejected (UNKNOWN_VERB): see `intent: help`",
+    v1, v2 = (f"{published(n)}, {ENFORCEMENT_SHORT['reminders']}" for n in (1, 2))
+    goal = rendered("recorded", "goal", "68af2273")
+    joined = rendered("joined", "must", "562972b9", ages="started 2 hours ago")
+    must_not = rendered("recorded", "must-not", "a41c09d2", strength=rule_strength("must-not", "action:publish"))
+    rejected = "line 2 " + rendered("rejected", code="UNKNOWN_VERB", reason="see `intent: help`")
+    must = rendered("recorded", "must", "a41c09d2")
+    current = [f"{v1}; {goal}", f"{v2}; {joined}; {must}", f"{must_not}; {rejected}",
                "Guard's contract now holds task 562972b9 (goal: Fix the login), changed in another session 2 "
-               "minutes ago; `intent: resume 1a2b3c4d` switches back to task 1a2b3c4d; recorded goal [68af2273]",
+               f"minutes ago; `intent: resume 1a2b3c4d` switches back to task 1a2b3c4d; {goal}",
                "agent proposes [d4e58df6] must: keep it small (for this task): `intent: confirm d4e58df6` makes it "
-               "yours; recorded goal [68af2273]"]
+               f"yours; {goal}"]
     for body in current:
         assert grammar.fullmatch(body), body
-    stale = ["recorded goal [68af2273]; Guard contract v1, reminders only (shadow)",  # the Guard line comes first
-             "Guard contract v1, reminders only (shadow mode); recorded goal [68af2273]",  # older words
-             "Guard contract v1; recorded goal 68af2273",  # the id without its brackets
-             "recorded goal [68af2273]; Guard contract v1",
-             "published Guard contract v1; recorded goal [68af2273]"]
+    stale = [f"{goal}; {v1}",  # the Guard line comes first
+             f"{v1[:-1]} mode); {goal}",  # older words
+             f"{published(1)}; {goal.replace('[', '').replace(']', '')}",  # the id without its brackets
+             f"{goal}; {published(1)}",
+             f"published {published(1)}; {goal}"]
     for body in stale:
         assert not grammar.fullmatch(body), body

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from helpers.cli_runner import make_cli
+from helpers.receipt_words import said
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage.cache import checkpoint
 from intent_loop.storage.ledger import Draft
@@ -38,7 +39,7 @@ def test_claim_add_starts_task_and_publishes(cli):
     assert r2["task_id"] == r["task_id"] and not r2["started_task"]
     assert r2["publication"]["version"] == 2
     rc, out, _ = cli("claim", "add", "must", "keep", "tests", "green")
-    assert rc == 0 and "recorded must [" in out
+    assert rc == 0 and said(out, "recorded", "must") == 1  # the prompt receipt's words
 
 
 def test_claim_add_errors(cli):

@@ -11,6 +11,7 @@ import pytest
 
 from helpers.counting import CountingReducer
 from helpers.dist import requires_dist
+from helpers.receipt_words import said
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.launch.binaries import BINARIES
 from intent_loop.storage import ledger, migration, transaction
@@ -160,7 +161,7 @@ def test_a_symlinked_binary_takes_the_full_launcher_and_works(tmp_path):
     payload = dict(_prompt(workspace), prompt="intent: goal ship the parser")
     run = _hook("intent-loop-user-prompt", payload, tmp_path / "data", home, link=link)
     assert run.returncode == 0
-    assert "recorded goal" in json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert said(json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"], "recorded", "goal")
 
 
 @requires_dist

@@ -39,6 +39,8 @@ from test_real_codex import (  # noqa: E402
     run_bounded,
 )
 
+from helpers.receipt_words import head, published, read  # noqa: E402
+
 mock_model = base.mock_model  # the fixtures, by the names the tests ask for
 codex_env = base.codex_env
 
@@ -174,7 +176,7 @@ def test_tui_after_clear_the_model_gets_the_current_task(mock_model, codex_env):
     with _tui(workspace, env, server, wrap) as session:
         _submit_lines(session, [f"intent: goal {GOAL}", "Please look at the login flow.",
                                 "intent: forbid action:network"])
-        _wait_screen(session, lambda s: "recorded forbid [" in _flat(s) and "Done." in s, "the first receipt")
+        _wait_screen(session, lambda s: head("recorded", "forbid") in _flat(s) and "Done." in s, "the first receipt")
         session.wait_idle(STEP)
         before = _contract(workspace)
         assert before is not None and before[0].startswith("intent:"), before
@@ -224,19 +226,19 @@ def test_tui_claim_after_clear_joins_the_current_task(mock_model, codex_env):
     server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
     with _tui(workspace, env, server, wrap) as session:
         session.submit(f"intent: goal {GOAL}", timeout=STEP)
-        _wait_screen(session, lambda s: "recorded goal [" in s and "Done." in s, "the goal's receipt")
+        _wait_screen(session, lambda s: head("recorded", "goal") in s and "Done." in s, "the goal's receipt")
         session.wait_idle(STEP)
         ref, version = _contract(workspace) or (None, None)
         assert ref and isinstance(version, int), (ref, version)
 
         session.clear()
         body = session.submit("intent: must keep the public API unchanged", timeout=STEP)
-        receipt = f"Guard contract v{version + 1}"
+        receipt = published(version + 1)
         screen = _wait_screen(session, lambda s: bool(_hook_line(s, receipt)), f"the receipt with {receipt}")
         line = _hook_line(screen, receipt)
         print(f"receipt after /clear: {line}")
         assert line.startswith(f"intent-loop: {receipt}, "), line  # then what Guard enforces (issue 34)
-        assert "joined the current task" in line and "recorded must [" in line, line
+        assert head("joined") in line and head("recorded", "must") in line, line
         assert ref[len("intent:"):][:8] in line, (ref, line)
         assert _contract(workspace) == (ref, version + 1), _contract(workspace)
         assert any("keep the public API unchanged" in m for m in _ours(body)), _ours(body)
@@ -254,7 +256,7 @@ def test_two_tui_sessions_a_is_told_when_b_starts_a_new_task(mock_model, codex_e
     server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
     with _tui(workspace, env, server, wrap) as a:
         a.submit(f"intent: goal {GOAL}", timeout=STEP)
-        _wait_screen(a, lambda s: "recorded goal [" in s and "Done." in s, "A's goal receipt")
+        _wait_screen(a, lambda s: head("recorded", "goal") in s and "Done." in s, "A's goal receipt")
         a.wait_idle(STEP)
         ref, _version = _contract(workspace) or (None, None)
         assert ref, "A's goal published no Guard file"
@@ -266,9 +268,9 @@ def test_two_tui_sessions_a_is_told_when_b_starts_a_new_task(mock_model, codex_e
             screen_b = _wait_screen(b, "Blocked by hook", "B's local answer to `intent: new`")
             time.sleep(1.0)  # a request, had one been made, would have arrived by now
             assert len(turn_requests(server)) == requests, "intent: new reached the model"
-            started = re.search(r"started task ([0-9a-f]{8})", _flat(screen_b))
+            started = [entry.ids[0] for entry in read(_flat(screen_b)) if entry.outcome == "started"]
             assert started, f"B's answer names no new task:\n{screen_b}"
-            task_b = started.group(1)
+            task_b = started[-1]
             assert task_b != task_a[:8]
             b.stop()
 
@@ -303,7 +305,7 @@ def test_two_tui_sessions_b_starts_a_task_with_a_goal(mock_model, codex_env):
     server, wrap, env, _home, workspace = _setup(mock_model, codex_env)
     with _tui(workspace, env, server, wrap) as a:
         a.submit(f"intent: goal {GOAL}", timeout=STEP)
-        _wait_screen(a, lambda s: "recorded goal [" in s and "Done." in s, "A's goal receipt")
+        _wait_screen(a, lambda s: head("recorded", "goal") in s and "Done." in s, "A's goal receipt")
         a.wait_idle(STEP)
         ref_a, _version = _contract(workspace) or (None, None)
         assert ref_a, "A's goal published no Guard file"
@@ -311,7 +313,7 @@ def test_two_tui_sessions_b_starts_a_task_with_a_goal(mock_model, codex_env):
 
         with _tui(workspace, env, server, wrap) as b:
             _submit_lines(b, ["intent: new", "intent: goal Add a dark mode toggle"])
-            _wait_screen(b, lambda s: "recorded goal [" in s and "Done." in s, "B's receipt")
+            _wait_screen(b, lambda s: head("recorded", "goal") in s and "Done." in s, "B's receipt")
             b.wait_idle(STEP)
             ref_b, _version = _contract(workspace) or (None, None)
             assert ref_b and ref_b != ref_a, (ref_a, ref_b)

@@ -33,6 +33,7 @@ from test_real_codex import (  # noqa: E402
     session_id_of,
 )
 
+from helpers.receipt_words import head, published  # noqa: E402
 from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT  # noqa: E402
 
 mock_model = base.mock_model  # the fixtures, by the names the tests ask for
@@ -110,7 +111,7 @@ def test_tui_shows_the_receipt_and_answers_show_locally(mock_model, codex_env):
         if not _wait_for(lambda: server.response_bodies(), min(deadline, time.monotonic() + 10)):
             tmux.press("Enter")  # a first Enter swallowed while the TUI was still busy
         # the Guard line first (issue 22), with what Guard enforces (issue 34: no Guard in this Codex home)
-        receipt = f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; recorded goal ["
+        receipt = f"intent-loop: {published(1)}, {ENFORCEMENT_SHORT['not_installed']}; {head('recorded', 'goal')}"
         assert _wait_for(lambda: receipt in tmux.screen(), deadline), tmux.screen()
         assert _wait_for(lambda: "Done." in tmux.screen(), deadline), tmux.screen()
         requests = len(server.response_bodies())
@@ -141,7 +142,7 @@ def test_tui_local_command_typed_while_a_turn_runs(mock_model, codex_env):
         _start(tmux, deadline)
         _submit(tmux, "intent: goal Fix the steering loop")
         # the Guard line first (issue 22), with what Guard enforces (issue 34: no Guard in this Codex home)
-        receipt = f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; recorded goal ["
+        receipt = f"intent-loop: {published(1)}, {ENFORCEMENT_SHORT['not_installed']}; {head('recorded', 'goal')}"
         assert _wait_for(lambda: receipt in tmux.screen(), deadline), tmux.screen()
         server.gate.clear()
         _submit(tmux, "Now a second turn that the model is slow to answer")

@@ -15,6 +15,7 @@ import pytest
 from helpers.cli_runner import CliRun
 from helpers.inproc_hook import InProcessHooks, context
 from helpers.python_roots import TRUSTED_BASE
+from helpers.receipt_words import published
 from intent_loop.guard import efg_state, enforcement
 from intent_loop.ops import enforcement_words as words
 
@@ -98,7 +99,7 @@ def test_a_guard_that_ran_in_this_session_is_enforcing_only_in_balanced_mode(hos
     host.guard_ran("s-1", mode)
     answer = _session(host, **env)
     assert words.enforcement_header(expected) in context(answer)
-    assert f"Guard contract v1, {words.ENFORCEMENT_SHORT[expected]}" in answer["systemMessage"]
+    assert f"{published(1)}, {words.ENFORCEMENT_SHORT[expected]}" in answer["systemMessage"]
     assert host.cli().json("status")["enforcement"]["state"] == expected
 
 
@@ -122,7 +123,7 @@ def test_each_state_is_told_with_its_cause_on_every_surface(host, setup, state, 
     # the model: its header sentence; the user: the Guard line, then the explanation on its own line
     assert words.enforcement_header(state) in context(answer)
     message = answer["systemMessage"]
-    assert f"Guard contract v1, {words.ENFORCEMENT_SHORT[state]}" in message
+    assert f"{published(1)}, {words.ENFORCEMENT_SHORT[state]}" in message
     assert message.endswith(words.enforcement_explained(verdict))
     # the surfaces that cannot see Codex's environment report the hooks' record
     cli = host.cli()

@@ -23,6 +23,7 @@ import pytest
 
 from helpers.dist import requires_dist
 from helpers.files import tree_bytes
+from helpers.receipt_words import published, said
 from helpers.settle import settle
 from intent_loop.guard import contract_file, document
 from intent_loop.storage import paths as paths_mod
@@ -208,12 +209,12 @@ def _state_new_claim_file_restored(box):
 
 def _state_too_large(box):
     _context, message = box.prompt("intent: goal ship the dry run")
-    assert "Guard contract v1" in message, message
+    assert published(1) in message, message
     lines = _long_musts(0, 600)
     for start in range(0, len(lines), 100):  # one prompt holds many commands; six keep each hook fast
         chunk = lines[start:start + 100]
         context, message = box.prompt("\n".join(chunk))
-        assert context.count("recorded must") == len(chunk), (message, context[-300:])
+        assert said(context, "recorded", "must") == len(chunk), (message, context[-300:])
     before = box.guard_bytes()
     doc = valid_provider(before)
     assert doc["envelope"]["contract_version"] == max(box.published_versions())
@@ -342,7 +343,7 @@ def test_dry_run_exit_status_and_ok_match_the_real_run(box, name):
 def _record_ours(box):
     """A goal and a `must` typed in SESSION: the file is ours at version N with hash H."""
     context, _message = box.prompt("intent: goal ship the repair\nintent: must keep tests green")
-    assert "recorded goal" in context and "recorded must" in context, context
+    assert said(context, "recorded", "goal") == said(context, "recorded", "must") == 1, context
     good = box.guard_bytes()
     return good, identity(valid_provider(good))
 
@@ -373,7 +374,7 @@ def _trigger(box, how):
         assert box.event_count("result_signal_observed") == signals + 1  # Stop ran for SESSION's task
         return None
     context, _message = box.prompt("intent: must keep docs")
-    assert "recorded must" in context, context
+    assert said(context, "recorded", "must") == 1, context
     return None
 
 

@@ -10,7 +10,7 @@ from helpers import hook_binaries
 from helpers.dist import requires_dist
 from helpers.hook_binaries import events, fixture, hook, prompt_payload
 from intent_loop.guard import contract_file
-from intent_loop.ops.receipts import restored_text
+from intent_loop.ops.receipts import guard_news_text, restored_text
 
 pytestmark = requires_dist
 env = hook_binaries.env
@@ -60,8 +60,8 @@ def test_a_damaged_guard_file_of_ours_is_repaired_after_a_prose_prompt_and_told(
         return
     assert len(events(env, ws)) == count + 1  # the prompt's own hash-only observation, no new version
     told = hook("UserPromptSubmit", prompt_payload(ws, "and then", turn="t3"), env)[1]
-    assert told["systemMessage"].startswith(f"intent-loop: repaired the Guard file (it was {shape}); "
-                                            f"Guard contract v{before['contract_version']}")
+    news = {"repaired": shape, "version": before["contract_version"]}
+    assert told["systemMessage"].startswith("intent-loop: " + guard_news_text(news))
     again = hook("UserPromptSubmit", prompt_payload(ws, "once more", turn="t4"), env)[1]
     assert "systemMessage" not in again
 

@@ -132,7 +132,7 @@ def test_projection_defaults_and_incomplete(project, workspace):
     assert proj["primary_object"] == os.path.basename(workspace)
     assert proj["delivery_surface"] == ["repository"]
     assert proj["scope"] == {"include": [], "exclude": []}
-    assert proj["completion_evidence"] == [provider.DEFAULT_EVIDENCE]
+    assert proj["completion_evidence"] == [document.DEFAULT_EVIDENCE]
     assert proj["completion_evidence"][0]["acceptable_sources"] == ["user"]
 
 
@@ -478,8 +478,10 @@ def test_approve_turns_a_pending_ask_into_an_allow_in_one_new_version(project, w
     ask_id = next(cid for cid, r in linked(project)["claims"].items() if r["claim"]["statement"].startswith("ask:"))
     assert read_doc(workspace)["projection"]["authorization"]["requires_user"] == ["action:network"]
     receipt = run(project, workspace, f"intent: approve {ask_id[:8]}")
-    line = next(e.text() for e in receipt.entries if e.outcome == "approved")
-    assert "`allow: action:network`" in line and "undo: `intent: ask action:network`" in line
+    [approved] = [e for e in receipt.entries if e.outcome == "approved"]
+    allow_id = next(cid for cid, r in linked(project)["claims"].items()
+                    if r["claim"]["statement"] == "allow: action:network")
+    assert approved.ids == (ask_id[:8], allow_id[:8]) and approved.extra["rule"] == "action:network"
     auth = read_doc(workspace)["projection"]["authorization"]
     assert auth["allowed"] == ["action:network"] and auth["requires_user"] == []
     assert [p["contract_version"] for p in publications(project)] == [1, 2]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.hook_paths import code_for
+from helpers.receipt_words import published, said
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import reading
@@ -87,7 +88,7 @@ def test_a_sync_that_outlasts_the_deadline_still_gets_its_receipt(tmp_path, ws):
     """2.6 s of sync is past the hook's 2 s deadline but inside the commit's limit: the answer is
     the whole receipt, not a failure."""
     answer, seconds = _hook(tmp_path, ws, "t-2", "intent: must keep the API", seam="sync_data", delay=2.6)
-    assert "recorded must" in answer["systemMessage"] and "Guard contract v2" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "must") == 1 and published(2) in answer["systemMessage"]
     assert "keep the API" in answer["hookSpecificOutput"]["additionalContext"]
     assert 2.6 <= seconds < 3.5 + 0.5
     assert _recorded(tmp_path, ws) == ["must: keep the API", "ship the parser"]
@@ -144,7 +145,7 @@ def test_an_interrupted_on_still_ends_private_mode(tmp_path, ws):
     assert "written to the ledger but not confirmed (DEADLINE_EXCEEDED)" in answer["systemMessage"]
     assert private_mode.read_control(paths, session_hash("s-1")) is None
     answer, _ = _hook(tmp_path, ws, "t-4", "intent: must keep the API")
-    assert "recorded must" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "must") == 1
 
 
 @pytest.mark.parametrize("module, seam, match", [

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.hook_paths import code_for
+from helpers.receipt_words import published, said
 from helpers.settle import settle
 from intent_loop.base import platform
 from intent_loop.guard import provider
@@ -72,7 +73,7 @@ def test_a_command_prompt_answers_after_the_ledgers_sync_alone(tmp_path):
     _hook(tmp_path, _prompt(ws, "t-1", "intent: goal ship the parser"))  # creates the ledger
     settle(str(tmp_path / "data"), str(ws))
     answer, seen, paths = _hook(tmp_path, _prompt(ws, "t-2", "intent: must keep the API\nintent: include src/"))
-    assert "recorded must" in answer["systemMessage"] and "Guard contract v2" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "must") == 1 and published(2) in answer["systemMessage"]
     # the ledger's one sync was made before the answer by the commit's child (issue 33 item 8): the
     # process Codex waits on made none
     assert seen["syncs"] == {"full": 0, "fsync": 0, "fdatasync": 0, "directory": 0}

@@ -22,6 +22,7 @@ from helpers.hook_binaries import (
     project_of,
     prompt_payload,
 )
+from helpers.receipt_words import said
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import paths as paths_mod
@@ -54,7 +55,8 @@ def test_prompt_with_commands_records_and_receipts(env, ws):
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "please\nintent: goal ship the thing\n"
                                                                 "intent: must keep tests green"), env)
     ctx = answer["hookSpecificOutput"]["additionalContext"]
-    assert "intent-loop receipt" in ctx and "recorded goal" in ctx and "recorded must" in ctx
+    assert "intent-loop receipt" in ctx
+    assert said(ctx, "recorded", "goal", line=2) == said(ctx, "recorded", "must", line=3) == 1
     assert "ship the thing" in ctx
     evs = events(env, ws)
     assert evs[0]["event_type"] == "task_started"

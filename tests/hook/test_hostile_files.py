@@ -8,6 +8,7 @@ import time
 from helpers import hook_binaries
 from helpers.dist import requires_dist
 from helpers.hook_binaries import BINARIES, DIST, cli, fixture, hook, project_of, prompt_payload, raw_hook
+from helpers.receipt_words import read, said
 
 pytestmark = requires_dist
 env = hook_binaries.env  # the fixtures, by the names the tests ask for
@@ -164,11 +165,11 @@ def test_a_lone_surrogate_rejects_only_its_own_line(env, ws):
            '"transcript_path":null,"model":"m","permission_mode":"default"}').encode()
     _out, answer, _t = hook("UserPromptSubmit", None, env, raw=raw)
     message = answer["systemMessage"]
-    assert "recorded goal" in message and "line 3 rejected (INVALID_TEXT)" in message
+    assert said(message, "recorded", "goal") and said(message, "rejected", code="INVALID_TEXT", line=3)
     # the model's receipt is never cut: every line's outcome (the user's line may count the last as `+1 more`)
     receipt = answer["hookSpecificOutput"]["additionalContext"]
-    assert "line 2: recorded goal" in receipt and "line 4: recorded must-not" in receipt
-    assert "line 3: rejected (INVALID_TEXT)" in receipt
+    assert [(e.line, e.outcome, e.verb, e.code) for e in read(receipt)] == [
+        (2, "recorded", "goal", None), (3, "rejected", None, "INVALID_TEXT"), (4, "recorded", "must-not", None)]
 
 
 def test_under_many_concurrent_prompts_every_typed_command_gets_a_receipt(env, ws):
@@ -191,7 +192,7 @@ def test_under_many_concurrent_prompts_every_typed_command_gets_a_receipt(env, w
         assert proc.wait(timeout=30) == 0
         answer = json.loads(out)
         message = answer.get("systemMessage", "")
-        if "recorded must" not in message and "NOT recorded" not in message:
+        if not said(message, "recorded", "must") and "NOT recorded" not in message:
             silent.append((index, answer))
     assert silent == []
 

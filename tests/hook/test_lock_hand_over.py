@@ -20,6 +20,7 @@ import pytest
 
 from helpers.cli_runner import CliRun
 from helpers.hook_paths import code_for
+from helpers.receipt_words import said
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import reading
@@ -138,7 +139,7 @@ def test_a_second_writer_waits_behind_a_stalled_child_and_never_takes_its_lock(t
     paths = project_paths(env["INTENT_LOOP_DATA_DIR"], str(ws))
     markers = Markers(paths.dir)
     message = _prompt(_env(tmp_path, INTENT_LOOP_SLOW_SYNC_MS="1500"), ws, "s-1", "t-2", "intent: must keep the API")
-    assert "recorded must" in message
+    assert said(message, "recorded", "must") == 1
     lock_dir = os.path.join(paths.dir, "ledger.lock")
     assert os.path.isdir(lock_dir)  # the child holds it, syncing the Guard file
     with open(os.path.join(lock_dir, "owner.json"), "rb") as fh:

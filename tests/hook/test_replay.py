@@ -6,10 +6,12 @@ import subprocess
 import pytest
 
 from helpers.dist import requires_dist
+from helpers.receipt_words import head, published, said
 from helpers.replay_golden import normalize
 from intent_loop.guard.acceptance import validate_provider_document
 from intent_loop.launch.binaries import BINARIES, HOOKS
 from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT, enforcement_explained
+from intent_loop.ops.receipts import CHANGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(ROOT, "dist")
@@ -87,25 +89,27 @@ def test_commands_session_publishes_a_valid_contract(results):
                                                   "acceptable_sources": ["test"]}]
     assert "Tools: web" not in json.dumps(projection)  # the rejected rule never reaches Guard
     message = doc["steps"][3]["answer"]["systemMessage"]
-    assert message.startswith(f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
-    assert "line 1 rejected (RULE_SYNTAX)" in message
+    assert message.startswith(f"intent-loop: {published(2)}, {ENFORCEMENT_SHORT['not_installed']}")
+    assert said(message, "rejected", code="RULE_SYNTAX", line=1) == 1
 
 
 def test_receipts_and_local_answers(results):
     _code, doc = results["receipts_and_local_answers"]
     answers = [s["answer"] for s in doc["steps"]]
     receipt = answers[1]["systemMessage"]
-    assert receipt.startswith(f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; recorded goal [")
-    assert "(UNKNOWN_VERB)" in receipt
+    assert receipt.startswith(f"intent-loop: {published(1)}, {ENFORCEMENT_SHORT['not_installed']}; "
+                              + head("recorded", "goal"))
+    assert said(receipt, "recorded", "goal") == 1 and said(receipt, "rejected", code="UNKNOWN_VERB") == 1
     # the receipt line in at most two lines; what Guard enforces follows once a session, on its own line
     line, told = receipt.split("\nintent-loop: ")
     assert len(line.splitlines()) <= 2 and told == enforcement_explained({"state": "not_installed"})
     assert "hookSpecificOutput" in answers[1] and "decision" not in answers[1]  # prose: the model gets it
     shown = answers[3]
     assert shown["decision"] == "block" and "goal: fix rounding of totals in checkout" in shown["reason"]
-    assert "(UNKNOWN_VERB)" in answers[4]["reason"] and "drop <id>" in answers[4]["reason"]
+    assert said(answers[4]["reason"], "rejected", code="UNKNOWN_VERB") and "drop <id>" in answers[4]["reason"]
     assert "withdrawn" in answers[5]["reason"]
-    assert "answered without you: off" in answers[6]["hookSpecificOutput"]["additionalContext"]
+    note = answers[6]["hookSpecificOutput"]["additionalContext"]
+    assert "answered without you" in note and said(note, "off", table=CHANGES) == 1
     assert "goal: fix rounding" in answers[9]["hookSpecificOutput"]["additionalContext"]
     assert "decision" not in answers[11]  # the work failed mid-way: the prompt goes on, and says so
     assert "NOT recorded (LOCK_TIMEOUT)" in answers[11]["systemMessage"]
@@ -191,9 +195,8 @@ def test_continuity_payloads_of_the_real_codex_follow_the_current_task(results):
         context = answers[index]["hookSpecificOutput"]["additionalContext"]
         assert context.startswith("intent-loop: this session follows the workspace's current task ")
         assert "Fix the login redirect loop" in context and "forbid: action:network" in context
-    assert "joined the current task" in answers[3]["systemMessage"]
-    assert answers[3]["systemMessage"].startswith(
-        f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
+    assert said(answers[3]["systemMessage"], "joined") == said(answers[3]["systemMessage"], "recorded", "must") == 1
+    assert answers[3]["systemMessage"].startswith(f"intent-loop: {published(2)}, {ENFORCEMENT_SHORT['not_installed']}")
     assert answers[4] == {"continue": True}  # nothing new since: no context, no receipt
     assert "you run as a subagent" in answers[8]["hookSpecificOutput"]["additionalContext"]
     projection = doc["provider"]["projection"]

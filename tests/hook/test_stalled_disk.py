@@ -15,6 +15,7 @@ from pathlib import Path
 
 from helpers.cli_runner import CliRun
 from helpers.hook_paths import code_for
+from helpers.receipt_words import said
 from helpers.settle import settle
 from intent_loop.hook.prompt_answer import unconfirmed_answer
 from intent_loop.hook.runtime import HookDeadline
@@ -95,7 +96,7 @@ def test_the_answer_comes_while_the_childs_sync_is_blocked_and_the_hook_process_
     assert not os.path.isdir(os.path.join(paths.dir, "ledger.lock"))  # the child let the lock go
     # and the next prompt is recorded as usual, without a retype of the first
     answer, _syncs = _run(env, ws, "t-3", "intent: must keep the docs")
-    assert "recorded must" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "must") == 1
 
 
 def test_a_child_that_dies_before_writing_is_told_not_recorded(tmp_path):

@@ -11,6 +11,7 @@ from helpers import hook_binaries
 from helpers.dist import requires_dist
 from helpers.hook_binaries import DIST, events, fixture, hook, project_of, prompt_payload
 from helpers.mcp_client import McpServer
+from helpers.receipt_words import published, read, said
 from intent_loop.guard import contract_file
 from intent_loop.intent.state import REDUCER
 from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT, enforcement_explained, enforcement_header
@@ -71,7 +72,7 @@ def ledger_size(env, ws):
 def test_an_empty_workspace_injects_nothing_and_a_typed_claim_starts_a_task(env, ws, source):
     assert started(env, ws, session="sess-A", source=source) == ""
     answer = typed(env, ws, "intent: goal ship the parser")
-    assert "recorded goal" in answer["systemMessage"] and "Guard contract v1" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "goal") and published(1) in answer["systemMessage"]
     assert len(state_of(env, ws)["tasks"]) == 1
 
 
@@ -108,8 +109,8 @@ def test_a_typed_claim_in_a_new_session_joins_the_current_task_and_publishes_the
     assert guard_pair(ws) == (f"intent:{task_id}", 1)
     answer = typed(env, ws, "intent: must-not action:publish", session="sess-after-clear")
     message = answer["systemMessage"]
-    assert message.startswith(f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
-    assert f"joined the current task {task_id[:8]}" in message
+    assert message.startswith(f"intent-loop: {published(2)}, {ENFORCEMENT_SHORT['not_installed']}")
+    assert said(message, "joined", ids=[task_id]) == 1 and said(message, "recorded", "must-not") == 1
     state = state_of(env, ws)
     assert len(state["tasks"]) == 1 and current(env, ws) == task_id
     doc = guard_doc(ws)
@@ -130,9 +131,10 @@ def test_show_and_help_in_an_unlinked_session_read_the_current_task_and_link_not
 
 def test_a_second_goal_in_an_old_current_task_joins_it_and_is_named(env, ws):
     typed(env, ws, "intent: goal ship the parser")
+    [first] = state_of(env, ws)["tasks"][current(env, ws)]["claims"]
     answer = typed(env, ws, "intent: goal fix the login page", session="sess-B")
-    assert "the objective now holds 2 goals" in answer["systemMessage"] or \
-        "the objective now holds 2 goals" in context(answer)
+    goals = next(e for e in read(answer["systemMessage"] + "\n" + context(answer)) if e.outcome == "goals")
+    assert goals.words["count"] == "2" and goals.ids == (first[:8],)  # names the first goal to replace
     assert guard_doc(ws)["projection"]["objective"] == "ship the parser; fix the login page"
 
 
@@ -149,7 +151,7 @@ def test_a_session_going_private_leaves_the_current_task_and_its_contract_to_the
     text = started(env, ws, session="sess-cleared", source=source)
     assert "ship the parser" in text and "forbid: action:network" in text
     answer = typed(env, ws, "intent: must keep the API", session="sess-cleared")
-    assert "recorded must" in answer["systemMessage"] and current(env, ws) == earlier
+    assert said(answer["systemMessage"], "recorded", "must") and current(env, ws) == earlier
 
 
 def test_a_private_session_is_told_what_guard_still_enforces_there_and_records_nothing(env, ws):
@@ -161,7 +163,7 @@ def test_a_private_session_is_told_what_guard_still_enforces_there_and_records_n
     assert "private mode" in text and "ship the parser" not in text
     assert f"Guard still applies the contract of the workspace's current task {earlier[:8]}" in text
     answer = typed(env, ws, "intent: must keep the API")
-    assert "acknowledged, not recorded" in answer["systemMessage"] and ledger_size(env, ws) == size
+    assert said(answer["systemMessage"], "acknowledged", "must") and ledger_size(env, ws) == size
 
 
 def test_a_private_task_of_another_session_is_never_resumed(env, ws):
@@ -183,7 +185,7 @@ def test_an_off_current_task_gets_a_new_session_one_line_and_on_turns_it_back(en
     answer = typed(env, ws, "intent: must keep the API", session="sess-B")
     assert "TASK_OFF" in answer["systemMessage"]
     answer = typed(env, ws, "intent: on", session="sess-B")
-    assert "on: recording again" in answer["reason"]
+    assert said(answer["reason"], "on")
     assert state_of(env, ws)["tasks"][task_id]["mode"] == "on" and current(env, ws) == task_id
 
 
@@ -230,7 +232,7 @@ def test_a_claim_in_a_session_linked_to_an_older_task_makes_it_current_again_and
     task_b = current(env, ws)
     answer = typed(env, ws, "intent: must keep the API", session="sess-A")
     message = answer["systemMessage"]
-    assert message.startswith(f"intent-loop: Guard contract v2, {ENFORCEMENT_SHORT['not_installed']}")
+    assert message.startswith(f"intent-loop: {published(2)}, {ENFORCEMENT_SHORT['not_installed']}")
     assert f"task {task_a[:8]} is current again" in message and task_b[:8] in message
     assert current(env, ws) == task_a and guard_pair(ws) == (f"intent:{task_a}", 2)
 
@@ -241,7 +243,8 @@ def test_intent_resume_with_an_id_makes_that_task_current_and_publishes_it(env, 
     typed(env, ws, "intent: new\nintent: goal write the docs", session="sess-B")
     assert guard_pair(ws)[0] != f"intent:{task_a}"
     answer = typed(env, ws, f"intent: resume {task_a[:8]}", session="sess-C")
-    assert f"this session continues task {task_a[:8]}, now the workspace's current task" in answer["reason"]
+    [continues] = [e for e in read(answer["reason"]) if e.outcome == "continues"]
+    assert continues.ids == (task_a[:8],) and continues.words["now"]  # it says the task is current now
     assert current(env, ws) == task_a
     doc = guard_doc(ws)
     assert doc["envelope"]["contract_ref"] == f"intent:{task_a}"

@@ -377,7 +377,7 @@ def test_private_mode_leaves_no_semantic_bytes(project, workspace):
                                       f"intent: prefer {secrets[2]}")
     assert not receipt.rejected
     assert [e.outcome for e in receipt.entries] == ["acknowledged"] * 3
-    assert all("acknowledged, not recorded" in e.text() for e in receipt.entries)
+    assert [(e.verb, e.ids) for e in receipt.entries] == [("goal", ()), ("must-not", ()), ("prefer", ())]
     assert receipt.notice == apply_commands.PRIVATE_NOTICE
     assert ledger_count(project) == count
     # the hook context is only the fixed notice

@@ -11,6 +11,7 @@ import pytest
 from helpers import mcp_client
 from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, run_hook
+from helpers.receipt_words import said
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.intent import tasks
 from intent_loop.intent.state import REDUCER, active_claims
@@ -48,7 +49,7 @@ def test_a_typed_prompt_starts_its_task_with_up_to_twelve_claims_and_adds_the_re
     assert [r["claim"]["statement"] for r in active_claims(task)] == initial + [
         e["payload"]["claim"]["statement"] for e in added]
     message = answer.get("systemMessage", "")
-    assert "recorded must" in message and "NOT recorded" not in message, message  # the receipt summarises
+    assert said(message, "recorded", "must") and "NOT recorded" not in message, message  # the receipt summarises
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert context.index("rule number 00") < context.index(f"rule number {min(count, 12) - 1:02d}")
 

@@ -53,9 +53,9 @@ def test_grammar_prefixes_are_the_claim_field_prefixes():
 
 
 def test_provider_files_only_known_prefixes():
-    from intent_loop.guard import provider
+    from intent_loop.guard import document
 
-    assert set(provider._LIST_FIELDS) <= set(claims.FIELD_PREFIXES)
+    assert set(document._LIST_FIELDS) <= set(claims.FIELD_PREFIXES)
 
 
 UNSAFE = ["\x1b", "\x07", "\x08", "\x00", "\x7f", "\x9b", "\u061c", "\u200e", "\u200f", "\u202a", "\u202e",
@@ -177,10 +177,11 @@ env, ws = hook_binaries.env, hook_binaries.ws  # the hook binaries' fixtures
 @requires_dist
 def test_the_issues_goal_is_recorded_by_the_hook(env, ws):
     from helpers.hook_binaries import events, hook, prompt_payload
+    from helpers.receipt_words import said
 
     goal = f"Ship it with {WOMAN_TECHNOLOGIST} under {RAINBOW_FLAG} and {SCOTLAND}"
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, f"intent: goal {goal}"), env)
-    assert "recorded goal" in answer["hookSpecificOutput"]["additionalContext"], answer
+    assert said(answer["hookSpecificOutput"]["additionalContext"], "recorded", "goal", line=1) == 1, answer
     started = next(e for e in events(env, ws) if e["event_type"] == "task_started")
     assert [c["statement"] for c in started["payload"]["initial_claims"]] == [goal]
     before = len(events(env, ws))

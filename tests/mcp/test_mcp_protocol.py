@@ -10,6 +10,7 @@ import pytest
 from helpers import mcp_client
 from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
+from helpers.receipt_words import said
 from intent_loop.intent.state import REDUCER
 from intent_loop.mcp.tool_table import TOOL_NAMES
 from intent_loop.storage import paths as paths_mod
@@ -256,7 +257,7 @@ def test_intent_loop_mcp_on_the_command_line_is_the_same_server(env, ws):
 def _typed_goal(env, ws, session_id):
     """The user types `intent: goal Ship the parser` in Codex session `session_id` (the real hook)."""
     answer = run_hook("UserPromptSubmit", env, cwd=ws, session_id=session_id, prompt="intent: goal Ship the parser")
-    assert "recorded goal" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "goal") == 1
 
 
 def test_idempotent_hints_say_whether_the_same_call_again_adds_something():

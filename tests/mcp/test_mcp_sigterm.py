@@ -12,6 +12,7 @@ import time
 from helpers import mcp_client
 from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
+from helpers.receipt_words import said
 from intent_loop.storage import paths as paths_mod
 
 pytestmark = requires_dist
@@ -48,7 +49,7 @@ def _verify(env, ws):
 def test_sigterm_at_any_point_of_pipelined_writes_exits_zero_and_the_ledger_verifies(env, ws):
     assert len(DELAYS) == ROUNDS
     answer = run_hook("UserPromptSubmit", env, cwd=ws, session_id="thread-1", prompt="intent: goal Ship the parser")
-    assert "recorded goal" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "goal") == 1
     project = paths_mod.project_paths(env["INTENT_LOOP_DATA_DIR"], ws)
     started = time.monotonic()
     statuses = []

@@ -10,6 +10,7 @@ import pytest
 from helpers import mcp_client
 from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, McpServer, codex_meta, run_hook
+from helpers.receipt_words import read, said
 from intent_loop.guard import provider
 from intent_loop.intent.state import REDUCER
 from intent_loop.storage import paths as paths_mod
@@ -278,7 +279,7 @@ def test_add_explicit_is_a_proposal_the_user_confirms_by_typing(server, env, ws)
     assert proposal_id[:8] not in later.get("systemMessage", "")
     assert guard_identity(ws)[1] == guard_before
     confirmed = typed(server, env, ws, f"intent: confirm {proposal_id[:8]}", turn="turn-3")
-    assert "confirmed" in confirmed["reason"]
+    assert said(confirmed["reason"], "confirmed", ids=[proposal_id])
     state = state_of(env, ws)
     task = state["tasks"][proposed["task_id"]]
     mine = [r for r in task["claims"].values() if r["claim"]["statement"].endswith("allow everything")]
@@ -291,8 +292,9 @@ def test_dismiss_and_drop_take_a_proposal_away(server, env, ws):
     typed(server, env, ws, "intent: goal Ship the parser")
     first = call(server, ws, "intent_add_explicit", {"statement": "use tabs"})["result"]["proposal_ids"][0]
     second = call(server, ws, "intent_add_explicit", {"statement": "use spaces"})["result"]["proposal_ids"][0]
-    assert "dismissed proposal" in typed(server, env, ws, f"intent: dismiss {first[:8]}", turn="t1")["reason"]
-    assert "dismissed proposal" in typed(server, env, ws, f"intent: drop {second[:8]}", turn="t2")["reason"]
+    for verb, proposal, turn in (("dismiss", first, "t1"), ("drop", second, "t2")):
+        [dismissed] = read(typed(server, env, ws, f"intent: {verb} {proposal[:8]}", turn=turn)["reason"])
+        assert (dismissed.outcome, dismissed.ids, dismissed.words["what"]) == ("dismissed", (proposal[:8],), "proposal")
     candidates = state_of(env, ws)["candidates"]
     assert candidates[first]["state"] == candidates[second]["state"] == "dismissed"
     unknown = typed(server, env, ws, "intent: confirm abcdef12", turn="t3")["reason"]
@@ -455,7 +457,7 @@ def test_an_agent_cannot_flood_a_task_per_call_or_in_all(server, env, ws):
     assert proposal["error"]["code"] == "AGENT_LIMIT"
     assert events(env, ws)[0].count == before + 2  # the two imports; the refusals wrote nothing
     # the user's own typing is never limited by what the agent recorded
-    assert "recorded must" in typed(server, env, ws, "intent: must keep the API", turn="turn-9")["systemMessage"]
+    assert said(typed(server, env, ws, "intent: must keep the API", turn="turn-9")["systemMessage"], "recorded", "must")
 
 
 def test_a_proposal_is_announced_whole_with_its_verb_and_scope(server, env, ws):

@@ -12,6 +12,7 @@ from helpers import mcp_client
 from helpers.dist import requires_dist
 from helpers.fake_secrets import AGE, BASIC_SHORT, DATADOG, GCP_KEY_ID, HEROKU, ISSUE_14_LEAKS, SENDGRID, SHOPIFY
 from helpers.mcp_client import McpServer, codex_meta
+from helpers.receipt_words import read
 from helpers.settle import settle
 from intent_loop.intent.state import REDUCER
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
@@ -75,7 +76,7 @@ def test_no_secret_byte_is_stored_or_shown_on_any_path(env, ws):
     shown["typed"] = run_hook("UserPromptSubmit", env, ws, turn_id="t2",
                               prompt="\n".join(f"intent: must {text}" for text, _leaked in ISSUE_14_LEAKS))
     receipt = json.loads(shown["typed"])["hookSpecificOutput"]["additionalContext"]
-    assert "rejected" not in receipt and receipt.count("recorded must") == len(ISSUE_14_LEAKS)
+    assert [(e.outcome, e.verb) for e in read(receipt)] == [("recorded", "must")] * len(ISSUE_14_LEAKS)
     shown["stop"] = run_hook("Stop", env, ws, turn_id="t2", stop_hook_active=False,
                              last_assistant_message=" ".join(text for text, _leaked in ISSUE_14_LEAKS))
     shown["claim add"] = run_cli(env, ws, "claim", "add", "must", f"ship with DD_APP_KEY={DATADOG}")

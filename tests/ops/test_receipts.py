@@ -9,7 +9,9 @@ import pytest
 from helpers import hook_binaries
 from helpers.dist import requires_dist
 from helpers.hook_binaries import DIST, hold_project_lock, hook, prompt_payload
+from helpers.receipt_words import published, rendered, said
 from intent_loop.ops.enforcement_words import ENFORCEMENT_SHORT, enforcement_explained
+from intent_loop.ops.receipts import CHANGES
 
 pytestmark = requires_dist
 env = hook_binaries.env  # the fixtures, by the names the tests ask for
@@ -37,10 +39,10 @@ def test_receipt_line_names_verbs_ids_rejections_and_the_contract_version(env, w
     message = answer["systemMessage"]
     ids = _claim_ids(env, ws)
     # the Guard line first: it is never cut (the rest may be), then each line in the order typed
-    assert message.startswith(f"intent-loop: Guard contract v1, {ENFORCEMENT_SHORT['not_installed']}; "
-                              f"recorded goal [{ids[0]}]")
-    assert f"recorded must [{ids[1]}]" in message
-    assert "line 3 rejected (UNKNOWN_VERB)" in message and "did you mean `goal`" in message
+    assert message.startswith(f"intent-loop: {published(1)}, {ENFORCEMENT_SHORT['not_installed']}; "
+                              + rendered("recorded", "goal", ids[0]))
+    assert said(message, "recorded", "must", ids=[ids[1]]) == 1
+    assert said(message, "rejected", code="UNKNOWN_VERB", line=3) == 1 and "did you mean `goal`" in message
     # two lines of at most 160 characters; what Guard enforces follows once a session on its own line
     line, told = message.split("\nintent-loop: ")
     assert all(len(row) <= 160 for row in line.splitlines()) and len(line.splitlines()) <= 2
@@ -83,7 +85,7 @@ def test_show_alone_is_answered_locally_with_the_cli_view(env, ws):
 def test_help_and_rejections_alone_are_answered_locally(env, ws):
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: help\n\nintent: gaol x"), env)
     assert answer["decision"] == "block"
-    assert "drop <id>" in answer["reason"] and "line 3 rejected (UNKNOWN_VERB)" in answer["reason"]
+    assert "drop <id>" in answer["reason"] and said(answer["reason"], "rejected", code="UNKNOWN_VERB", line=3)
 
 
 def test_a_claim_or_prose_sends_the_prompt_to_the_model(env, ws):
@@ -104,11 +106,11 @@ def test_local_drop_leaves_the_view_unseen_for_the_next_model_prompt(env, ws):
     hook("UserPromptSubmit", prompt_payload(ws, "go\nintent: goal ship it\nintent: must keep tests green"), env)
     dropped = _claim_ids(env, ws)[1]
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, f"intent: drop {dropped}", turn="t-2"), env)
-    assert answer["decision"] == "block" and f"dropped [{dropped}]" in answer["reason"]
+    assert answer["decision"] == "block" and said(answer["reason"], "dropped", ids=[dropped])
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "carry on", turn="t-3"), env)
     context = _context(answer)
     first, view = context.split("\n", 1)
-    assert "answered without you" in first and f"dropped [{dropped}]" in first
+    assert "answered without you" in first and said(first, "dropped", ids=[dropped], table=CHANGES)
     assert "ship it" in view and dropped not in view
     out, _answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "and again", turn="t-4"), env)
     assert out == b'{"continue":true}'  # shown once, then seen
@@ -232,8 +234,8 @@ def test_a_locally_answered_change_reaches_the_models_next_change_note(env, ws, 
     answer = hook("UserPromptSubmit", prompt_payload(ws, "please go on", turn="t3"), env)[1]
     note = _context(answer).split("\n", 1)[0]
     assert note.startswith("intent-loop: the user changed the recorded intent in prompts answered without you")
-    words = {"approve": "approved [", "confirm": "confirmed [", "dismiss": "dismissed [", "drop": "dropped ["}
-    assert words[verb] in note
+    outcomes = {"approve": "approved", "confirm": "confirmed", "dismiss": "dismissed", "drop": "dropped"}
+    assert said(note, outcomes[verb], ids=[target], table=CHANGES) == 1
 
 
 @pytest.mark.parametrize("line, told", [
@@ -252,5 +254,5 @@ def test_a_near_command_line_is_never_run_and_always_told(env, ws, line, told):
         assert answer == {"continue": True}
     else:
         message = answer["systemMessage"]
-        assert "line 2 rejected (NEAR_COMMAND)" in message and told in message, message
+        assert said(message, "rejected", code="NEAR_COMMAND", line=2) and told in message, message
         assert "type it" in message
