@@ -12,22 +12,13 @@ from intent_loop.base.canonical import sha256_hex
 from intent_loop.base.timestamps import format_utc
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document, file_state, guard_dir
+from intent_loop.guard.document import projection_for  # also provider's to its callers (cli/contract_cmd.py)
 from intent_loop.guard.file_state import guard_file_version, read_file_state  # noqa: F401 (re-exported)
 from intent_loop.guard.location import DEFAULT_PATH, provider_path  # noqa: F401 (re-exported)
-from intent_loop.intent.claim_records import shown_active
-from intent_loop.intent.claim_text import split_sources
-from intent_loop.intent.claims import split_prefix
 from intent_loop.intent.state import version_floor
 from intent_loop.storage.ledger import Draft
 
-DEFAULT_SURFACE = "repository"
-DEFAULT_EVIDENCE = {"requirement": "The user confirms the requested outcome was delivered",
-                    "acceptable_sources": ["user"]}
 GITIGNORE = b"# written by intent-loop: the Guard contract is local state, not source\n*\n"
-_LIST_FIELDS = {"scope include": ("scope", "include"), "scope exclude": ("scope", "exclude"),
-                "must": ("must_and_must_not", "must"), "must not": ("must_and_must_not", "must_not"),
-                "allow": ("authorization", "allowed"), "ask": ("authorization", "requires_user"),
-                "forbid": ("authorization", "forbidden")}
 
 
 def guard_file(cwd, env, *, project_root):
@@ -55,49 +46,6 @@ def outside_reason(path, project_root):
     if directory == root or directory.startswith(root.rstrip(fast_os.sep) + fast_os.sep):
         return None
     return f"{path} is outside the project {root} (its directory resolves to {directory}); nothing is written"
-
-
-def projection_for(task, *, project_root):
-    """The seven-field projection of a task's active direct user-explicit claims, or None."""
-    p = {"objective": [], "primary_object": None, "delivery_surface": [],
-         "scope": {"include": [], "exclude": []}, "must_and_must_not": {"must": [], "must_not": []},
-         "authorization": {"allowed": [], "requires_user": [], "forbidden": []}, "completion_evidence": []}
-    for record in shown_active(task):  # the user's words only: the hidden claims are never read
-        _project_claim(p, record["claim"])
-    if not p["objective"]:
-        return None
-    p["objective"] = "; ".join(p["objective"])
-    p["primary_object"] = p["primary_object"] or fast_os.path.basename(project_root.rstrip(fast_os.sep)) or project_root
-    p["delivery_surface"] = p["delivery_surface"] or [DEFAULT_SURFACE]
-    p["completion_evidence"] = p["completion_evidence"] or [dict(DEFAULT_EVIDENCE, acceptable_sources=["user"])]
-    return p
-
-
-def _project_claim(p, claim):
-    prefix, value = split_prefix(claim["statement"])
-    facets = claim["facets"]
-    if prefix is None:
-        if "outcome" in facets:
-            p["objective"].append(value)
-        elif "success_signal" in facets:
-            _add_evidence(p, value)
-        elif "hard_constraint" in facets:
-            p["must_and_must_not"]["must"].append(value)
-    elif prefix == "object":
-        p["primary_object"] = value  # claims come oldest first: the newest wins
-    elif prefix == "surface":
-        if value not in p["delivery_surface"]:
-            p["delivery_surface"].append(value)
-    elif prefix == "done when":
-        _add_evidence(p, value)
-    elif prefix in _LIST_FIELDS:
-        group, key = _LIST_FIELDS[prefix]
-        p[group][key].append(value)
-
-
-def _add_evidence(p, value):
-    requirement, sources = split_sources(value)
-    p["completion_evidence"].append({"requirement": requirement, "acceptable_sources": sources or ["user"]})
 
 
 def select_task(state):
