@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from intent_loop.cli.common import add_json_flag
+from intent_loop.cli.common import finish_command
 from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.launch.binaries import BINARY_FOR_EVENT
 
@@ -34,8 +34,7 @@ def register(subparsers):
     p.add_argument("file", metavar="FILE.jsonl")
     p.add_argument("--keep", metavar="DIR", help="put the data root and workspace under DIR and keep them")
     p.add_argument("--dist", metavar="DIR", help="directory of the hook binaries (default: next to this binary)")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_replay)
+    finish_command(p, cmd_replay)
 
 
 def read_steps(path):
