@@ -21,7 +21,7 @@ OUTCOMES = {
     "confirmed": "confirmed {pairs} in task {task}",
     "dismissed": "dismissed {what} [{0}]",
     "private": "private: nothing from this session is recorded until `intent: on`",
-    "off": "off: intent-loop records and shows nothing for this task",
+    "off": "off: intent-loop records and shows nothing for this task until `intent: on`",
     "on": "on: recording again",
     "replayed": "these commands were already recorded (same prompt); nothing new was written",
     "rejected": "rejected ({code}): {reason}",
