@@ -3,7 +3,7 @@ the kept-bytes store holds at most KEPT_FILES_CAP files and KEPT_TOTAL_CAP bytes
 import os
 import types
 
-from intent_loop.guard import file_state, guard_dir, takeover
+from intent_loop.guard import guard_dir, takeover
 
 
 def test_clean_temps_looks_at_a_bounded_number_of_names(tmp_path):
@@ -27,18 +27,18 @@ def test_clean_temps_looks_at_a_bounded_number_of_names(tmp_path):
 def test_the_kept_bytes_store_keeps_the_newest_within_its_cap(tmp_path):
     paths = types.SimpleNamespace(dir=str(tmp_path))
     names = []
-    for index in range(file_state.KEPT_FILES_CAP + 8):
-        name = file_state.keep_replaced(paths, f"takeover {index}".encode() * 10)
+    for index in range(takeover.KEPT_FILES_CAP + 8):
+        name = takeover.keep_replaced(paths, f"takeover {index}".encode() * 10)
         os.utime(os.path.join(tmp_path, name), ns=(index * 10**9, index * 10**9))
         names.append(name)
     takeover.prune_kept(paths)
-    left = sorted(os.listdir(tmp_path / file_state.KEPT_DIR))
-    assert left == sorted(os.path.basename(n) for n in names[-file_state.KEPT_FILES_CAP:])
+    left = sorted(os.listdir(tmp_path / takeover.KEPT_DIR))
+    assert left == sorted(os.path.basename(n) for n in names[-takeover.KEPT_FILES_CAP:])
     big = []
     for index in range(20):  # as provider.apply_file does: keep, then hold the store to its caps
-        big.append(file_state.keep_replaced(paths, bytes([index]) * file_state.KEEP_CAP))
+        big.append(takeover.keep_replaced(paths, bytes([index]) * takeover.KEEP_CAP))
         takeover.prune_kept(paths, keep=big[-1])
     total = sum(os.path.getsize(os.path.join(tmp_path, n)) for n in
-                (f"{file_state.KEPT_DIR}/{e}" for e in os.listdir(tmp_path / file_state.KEPT_DIR)))
-    assert total <= file_state.KEPT_TOTAL_CAP
+                (f"{takeover.KEPT_DIR}/{e}" for e in os.listdir(tmp_path / takeover.KEPT_DIR)))
+    assert total <= takeover.KEPT_TOTAL_CAP
     assert os.path.exists(os.path.join(tmp_path, big[-1]))  # the newest is always kept

@@ -166,9 +166,6 @@ def _owning_task(doc, state):
 # other content there is a takeover and our publication is written back; a path it does not name
 # (we never wrote there, or withdrew since) holds the user's file, never touched.
 RECORD_NAME = "guard-file.json"
-KEPT_DIR = "guard-replaced"
-KEEP_CAP = 262_144  # the replaced bytes kept under the data root, at most Guard's own size limit
-KEPT_TOTAL_CAP, KEPT_FILES_CAP = 4 << 20, 32  # the whole store: beyond either, the oldest go
 _RECORD_CAP = 1 << 20
 _RECORD_KEYS = {"contract_ref": str, "contract_version": int, "snapshot_sha256": str, "file_sha256": str}
 
@@ -256,27 +253,11 @@ def write_record(paths, path, entry, *, sync_later=None):
     target = _record_file(paths)
     replace_atomically(target, canonical_bytes({"files": files}), durable=sync_later is None)
     if sync_later is not None:
-        sync_later(lambda: _sync_kept(target))
+        sync_later(lambda: sync_renamed(target))
 
 
-def keep_replaced(paths, data, *, sync_later=None):
-    """Keep the bytes a restoration replaces (capped) under the data root; returns their name
-    relative to the project's data directory. `sync_later` (a hook before its answer): renamed
-    into place now, synced by the job it is given."""
-    from intent_loop.storage.atomic import replace_atomically
-    from intent_loop.storage.paths import ensure_directory
-
-    name = kept_name(data)
-    ensure_directory(fast_os.path.join(paths.dir, KEPT_DIR))
-    target = fast_os.path.join(paths.dir, name)
-    if not fast_os.path.exists(target):
-        replace_atomically(target, data[:KEEP_CAP], mode=0o600, durable=sync_later is None)
-        if sync_later is not None:
-            sync_later(lambda: _sync_kept(target))
-    return name  # the caller holds the store to its caps (guard/takeover.prune_kept)
-
-
-def _sync_kept(target):
+def sync_renamed(target):
+    """Make a file already renamed into place durable: the file, then its directory."""
     from intent_loop.base import platform
 
     fd = fast_os.open(target, fast_os.O_RDONLY | fast_os.O_NOFOLLOW)
@@ -285,13 +266,6 @@ def _sync_kept(target):
     finally:
         fast_os.close(fd)
     platform.fsync_directory(fast_os.path.dirname(target))
-
-
-def kept_name(data):
-    """Where keep_replaced keeps these bytes, relative to the project's data directory."""
-    from intent_loop.base.canonical import sha256_hex
-
-    return f"{KEPT_DIR}/{sha256_hex(data[:KEEP_CAP])}.bin"
 
 
 def takeover_kind(record, data, current, *, file_sha256):
@@ -328,28 +302,6 @@ def named_version(doc):
     if not isinstance(envelope, dict) or not isinstance(envelope.get("contract_ref"), str):
         return None
     return envelope["contract_ref"], envelope.get("contract_version")
-
-
-def clear_copies(paths, needles, *, task_id=None):
-    """Deletion (ops/derived_copies.py): the kept bytes of restorations that hold a deleted id or
-    statement go, and with a whole task, the record of our file naming it. Returns what went."""
-    cleared = []
-    directory = fast_os.path.join(paths.dir, KEPT_DIR)
-    try:
-        names = sorted(fast_os.listdir(directory))
-    except OSError:
-        names = []
-    for name in names:
-        data, _why = read_bytes(fast_os.path.join(directory, name), KEEP_CAP)
-        if data is not None and any(needle in data for needle in needles):
-            fast_os.unlink(fast_os.path.join(directory, name))
-            cleared.append({"path": f"{KEPT_DIR}/{name}", "why": "a Guard file a restoration replaced, naming it"})
-    if task_id is not None:
-        for path, entry in list(_read_records(paths).items()):
-            if isinstance(entry, dict) and entry.get("contract_ref") == f"intent:{task_id}":
-                write_record(paths, path, None)
-                cleared.append({"path": RECORD_NAME, "why": f"the record of our Guard file at {path}"})
-    return cleared
 
 
 def is_current_publication(current, state, task_id):

@@ -291,10 +291,10 @@ def _carry_out(publication, root, sync_later):
         else:  # a flooded directory never delays the answer: after it, still under the lock
             sync_later(directory.clean_later())
         if publication.replaced is not None and publication.paths is not None:
-            from intent_loop.guard.takeover import prune_kept  # only a takeover keeps bytes
+            from intent_loop.guard import takeover  # only a takeover keeps bytes
 
-            kept = file_state.keep_replaced(publication.paths, publication.replaced, sync_later=sync_later)
-            prune_kept(publication.paths, keep=kept)
+            kept = takeover.keep_replaced(publication.paths, publication.replaced, sync_later=sync_later)
+            takeover.prune_kept(publication.paths, keep=kept)
         if publication.remove:
             directory.remove()
             return

@@ -1,14 +1,17 @@
-"""A takeover of a path we hold (issue 33, item 3): the restoration's plan, and the cap on the bytes
-restorations keep. Loaded only when there is a takeover (file_state.held_record decides whether we
-hold the path; guard_dir.obstacle finds a link, a file or a directory in the way).
+"""A takeover of a path we hold (issue 33, item 3): the restoration's plan, and the bytes it
+replaces, kept under the data root within their caps (and cleared by a deletion that names them).
+Loaded only when there is a takeover (file_state.held_record decides whether we hold the path;
+guard_dir.obstacle finds a link, a file or a directory in the way) or a deletion.
 """
 from intent_loop.base import fast_os
 from intent_loop.base.canonical import sha256_hex
 from intent_loop.guard import file_state, guard_dir
-from intent_loop.guard.file_state import KEPT_DIR, KEPT_FILES_CAP, KEPT_TOTAL_CAP
 from intent_loop.storage.ledger import Draft
 
 MOVED = ("directory", "not_directory")  # what is moved aside, never deleted
+KEPT_DIR = "guard-replaced"
+KEEP_CAP = 262_144  # the replaced bytes kept under the data root, at most Guard's own size limit
+KEPT_TOTAL_CAP, KEPT_FILES_CAP = 4 << 20, 32  # the whole store: beyond either, the oldest go
 
 
 def aside_path(path, workspace, blocked, suffix):
@@ -27,7 +30,7 @@ def plan_restore(publication_class, path, taken, data, rendered, *, draft, task_
     when the file reused it or the contract changed meanwhile: then `draft`, its publication),
     recorded as a `contract_restored` naming what was found, where its bytes are kept, and where a
     directory or file standing in the way was moved."""
-    kept = file_state.kept_name(data) if data is not None else None
+    kept = kept_name(data) if data is not None else None
     publication = publication_class("restored", path, draft=draft, document=rendered, task_id=task_id,
                                     version=version, sha256=sha256)
     publication.restored, publication.kept, publication.replaced = taken, kept, data
@@ -84,6 +87,29 @@ def note_pending(publication, *, done=False):
         pass  # without the mark, a retried restoration is only recorded once more
 
 
+# -- the bytes restorations replaced, kept under the data root -----------------------------------
+def kept_name(data):
+    """Where keep_replaced keeps these bytes, relative to the project's data directory."""
+    return f"{KEPT_DIR}/{sha256_hex(data[:KEEP_CAP])}.bin"
+
+
+def keep_replaced(paths, data, *, sync_later=None):
+    """Keep the bytes a restoration replaces (capped) under the data root; returns their name
+    relative to the project's data directory. `sync_later` (a hook before its answer): renamed
+    into place now, synced by the job it is given."""
+    from intent_loop.storage.atomic import replace_atomically
+    from intent_loop.storage.paths import ensure_directory
+
+    name = kept_name(data)
+    ensure_directory(fast_os.path.join(paths.dir, KEPT_DIR))
+    target = fast_os.path.join(paths.dir, name)
+    if not fast_os.path.exists(target):
+        replace_atomically(target, data[:KEEP_CAP], mode=0o600, durable=sync_later is None)
+        if sync_later is not None:
+            sync_later(lambda: file_state.sync_renamed(target))
+    return name  # the caller holds the store to its caps (prune_kept)
+
+
 def prune_kept(paths, *, keep=None):
     """Hold the kept-bytes store to KEPT_FILES_CAP files and KEPT_TOTAL_CAP bytes: the newest stay
     (and `keep`, just written), the oldest are removed. Returns the names removed."""
@@ -110,3 +136,25 @@ def prune_kept(paths, *, keep=None):
             except OSError:
                 pass
     return removed
+
+
+def clear_copies(paths, needles, *, task_id=None):
+    """Deletion (ops/derived_copies.py): the kept bytes of restorations that hold a deleted id or
+    statement go, and with a whole task, the record of our file naming it. Returns what went."""
+    cleared = []
+    directory = fast_os.path.join(paths.dir, KEPT_DIR)
+    try:
+        names = sorted(fast_os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
+        data, _why = file_state.read_bytes(fast_os.path.join(directory, name), KEEP_CAP)
+        if data is not None and any(needle in data for needle in needles):
+            fast_os.unlink(fast_os.path.join(directory, name))
+            cleared.append({"path": f"{KEPT_DIR}/{name}", "why": "a Guard file a restoration replaced, naming it"})
+    if task_id is not None:
+        for path, entry in list((file_state.read_records(paths) or {}).items()):
+            if isinstance(entry, dict) and entry.get("contract_ref") == f"intent:{task_id}":
+                file_state.write_record(paths, path, None)
+                cleared.append({"path": file_state.RECORD_NAME, "why": f"the record of our Guard file at {path}"})
+    return cleared

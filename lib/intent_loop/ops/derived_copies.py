@@ -8,7 +8,7 @@ every file under the project directory for the deleted ids and the exact JSON-en
 import os
 
 from intent_loop.base.canonical import dumps
-from intent_loop.guard import provider
+from intent_loop.guard import provider, takeover
 from intent_loop.intent import private_mode
 from intent_loop.storage import quarantine
 from intent_loop.storage.paths import PENDING_FILE
@@ -21,8 +21,8 @@ def clear(paths, old_state, *, task_id, whole_task, ids, statements, workspace, 
     q_cleared, _q_kept = _clear_quarantine(paths, needles)
     cleared += q_cleared
     cleared += _clear_provider(paths, old_state, task_id, workspace, env)
-    cleared += provider.file_state.clear_copies(paths, needles + [task_id.encode()] if whole_task else needles,
-                                                task_id=task_id if whole_task else None)
+    cleared += takeover.clear_copies(paths, needles + [task_id.encode()] if whole_task else needles,
+                                     task_id=task_id if whole_task else None)
     if whole_task:
         cleared += _clear_private(paths, task_id)
     return cleared
