@@ -342,21 +342,3 @@ def _write_gitignore(guard_dir, data):
                               f"cannot write {GITIGNORE_NAME}: {exc.strerror}") from exc
     finally:
         ignore.fd = None  # borrowed
-
-
-def directory_problem(path):
-    """Why the Guard file's directory may not be written through (it is a link or not a directory:
-    the write would go wherever it points), or None when it is a directory or missing."""
-    directory = fast_os.path.dirname(path)
-    try:
-        st = fast_os.lstat(directory)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # not a link or a file on the way: the walk's
-            return None                                     # own error says why (PROVIDER_WRITE_FAILED)
-        return f"{directory} cannot be examined ({exc.strerror}); nothing is written"
-    if stat.S_ISDIR(st.st_mode):
-        return None
-    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
-    return f"{directory} is {kind}; intent-loop writes nothing through it (Guard still reads {path})"

@@ -14,7 +14,7 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 from intent_loop.guard import acceptance, contract_file, document, file_state, guard_dir
 from intent_loop.guard.document import projection_for  # also provider's to its callers (cli/contract_cmd.py)
 from intent_loop.guard.file_state import guard_file_version, read_file_state  # noqa: F401 (re-exported)
-from intent_loop.guard.location import DEFAULT_PATH, provider_path  # noqa: F401 (re-exported)
+from intent_loop.guard.location import DEFAULT_PATH, directory_problem, provider_path  # noqa: F401 (re-exported)
 from intent_loop.intent.state import version_floor
 from intent_loop.storage.ledger import Draft
 
@@ -128,7 +128,7 @@ def plan_refresh(state, *, workspace, env, now=time.time, cwd=None, paths=None):
     linked = blocked is not None
     if outside is not None and not linked:
         return Publication("outside", path, reason=outside, code=ErrorCode.PROVIDER_PATH_OUTSIDE)
-    not_a_directory = None if linked else guard_dir.directory_problem(path)
+    not_a_directory = None if linked else directory_problem(path)
     if not_a_directory is not None:
         return Publication("error", path, reason=not_a_directory, code=ErrorCode.PROVIDER_PATH_FOREIGN)
     try:
