@@ -75,6 +75,8 @@ PATH_MODULES = {
     # issue 36: redaction became a package (intent_loop.redaction, +1). Its pre-filter and rules stay
     # two modules: folded into one, the patterns (which read the rules) and the pre-filter (which
     # loads the patterns) would import each other, a circle tests/test_architecture.py refuses
-    "prompt with two commands": 69,
+    # issue 37: the session's link event keeps which host it runs in, for `log` (base/host_process's
+    # host_of: Claude Code's own variables, Codex's turn_id; +1)
+    "prompt with two commands": 70,
     "Stop": 33,  # the Stop's recording and Guard refresh run after its answer (hook/turn_end.py)
 }

@@ -90,3 +90,23 @@ def test_a_claude_code_session_is_told_that_nothing_on_this_host_enforces_the_ru
     assert ENFORCEMENT_HEADERS["other_host"] in _context(answers[1])
     assert all(ENFORCEMENT_SHORT[state] not in json.dumps(answers) for state in ("enforced", "reminders"))
     assert doc["provider"] is not None
+
+
+@requires_dist
+def test_log_says_in_which_host_each_session_joined_and_stores_no_raw_session_id(tmp_path):
+    from intent_loop.cli.history import HOST_WORDS
+
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "INTENT_LOOP_DATA_DIR", "PLUGIN_DATA")}
+    done = subprocess.run([CLI, "replay", "--json", "--keep", str(tmp_path), SEQUENCE], capture_output=True,
+                          text=True, env=env, timeout=180)
+    assert done.returncode == 0, done.stderr
+    [kept] = [p for p in tmp_path.iterdir() if p.name.startswith("replay-")]
+    log = subprocess.run([CLI, "log", "--json", "--project", str(kept / "workspace")], capture_output=True, text=True,
+                         env=dict(env, INTENT_LOOP_DATA_DIR=str(kept / "data")), timeout=60)
+    assert log.returncode == 0, log.stderr
+    joined = [entry for entry in json.loads(log.stdout)["entries"] if HOST_WORDS["claude-code"] in entry["what"]]
+    assert len(joined) == 2  # the first session started the task, the background one joined it
+    ledger = next((kept / "data" / "projects").glob("*/ledger.jsonl")).read_text()
+    with open(SEQUENCE) as fh:
+        session_ids = {json.loads(line)["payload"]["session_id"] for line in fh}
+    assert '"host":"claude-code"' in ledger and not any(sid in ledger for sid in session_ids)

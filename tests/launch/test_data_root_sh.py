@@ -112,7 +112,7 @@ def _session_start(argv, env, workspace):
     return done
 
 
-def test_with_a_nested_plugin_data_the_source_launchers_bytecode_goes_where_python_keeps_the_data(tmp_path, isolated_home):
+def test_with_a_nested_plugin_data_source_launcher_bytecode_goes_where_python_keeps_data(tmp_path, isolated_home):
     env, python_root, inferred = _nested_env(tmp_path, isolated_home)
     workspace = tmp_path / "ws"
     workspace.mkdir()

@@ -1,4 +1,10 @@
-"""The Codex process that started this hook, read from /proc (Linux; elsewhere nothing is known).
+"""Which host runs this hook (Codex or Claude Code), and the Codex process that started it, read
+from /proc (Linux; elsewhere nothing is known).
+
+The host is told by what only one host sends (docs/hosts.md): Claude Code's own variables, never
+CLAUDE_PLUGIN_ROOT or CLAUDE_PLUGIN_DATA, which Codex sets for plugin hooks too; and Codex's
+`turn_id` in a prompt or Stop payload, which wins (a Codex run from a Claude Code shell inherits
+Claude Code's variables).
 
 Codex tells a hook neither its sandbox nor when it started, so both are read where they are: the
 command line of the nearest ancestor process that is Codex (hook/exposure.py reads the sandbox
@@ -7,6 +13,22 @@ for an earlier run of the session, a `codex resume`). Every read is bounded and 
 FIFO; a missing /proc answers None.
 """
 from intent_loop.base import fast_os
+
+CLAUDE_CODE_VARIABLES = ("CLAUDECODE", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_ENTRYPOINT")
+HOSTS = ("codex", "claude-code")
+
+
+def on_claude_code(env, payload=None):
+    """Whether Claude Code runs this hook (or this MCP server: `payload` None)."""
+    if payload is not None and isinstance(payload.get("turn_id"), str):
+        return False
+    return any(env.get(name) for name in CLAUDE_CODE_VARIABLES)
+
+
+def host_of(env, payload=None):
+    """"claude-code" or "codex" (HOSTS)."""
+    return "claude-code" if on_claude_code(env, payload) else "codex"
+
 
 _ANCESTORS = 4  # hook launcher <- sh -c <- codex (native) <- node wrapper: the Codex process is near
 _CMDLINE_CAP = 64 << 10

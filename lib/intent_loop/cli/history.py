@@ -10,6 +10,9 @@ from intent_loop.errors import ErrorCode, IntentLoopError
 
 DEFAULT_COUNT = 50
 _OBSERVATIONS = {"source_observed": "prompt", "result_signal_observed": "turn"}
+# The host a session ran in, kept on its link event by the hooks (base/host_process.HOSTS); a link
+# written before 0.3.0, or by the command line or the MCP server, names none.
+HOST_WORDS = {"codex": " in Codex", "claude-code": " in Claude Code"}
 
 
 def register(subparsers):
@@ -96,7 +99,8 @@ def describe(event):
     """The words for one event, or None for one that says nothing to a person (a detach)."""
     etype, payload, who, task = event["event_type"], event["payload"], _who(event), (event["task_id"] or "")[:8]
     if etype == "task_started":
-        by = "imported" if payload.get("started_by") == "import" else f"{who} started"
+        where = HOST_WORDS.get(payload.get("host"), "")
+        by = "imported" if payload.get("started_by") == "import" else f"{who}{where} started"
         label = f' "{payload["label"]}"' if payload.get("label") else ""
         mode = f" ({payload['mode']})" if payload.get("mode", "on") != "on" else ""
         claims = payload.get("initial_claims", [])
@@ -131,8 +135,9 @@ def describe(event):
     if etype == "session_linked":
         if payload.get("action") == "detach":
             return None
-        return f"you made task {task} current (intent: resume)" if payload.get("current") else \
-            f"a session joined task {task}"
+        where = HOST_WORDS.get(payload.get("host"), "")
+        return f"you made task {task} current (intent: resume){where}" if payload.get("current") else \
+            f"a session{where} joined task {task}"
     if etype == "mode_set":
         return f"{who} turned task {task} {payload['mode']}"
     if etype == "contract_published":

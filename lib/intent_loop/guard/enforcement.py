@@ -25,9 +25,6 @@ import time
 from intent_loop.base import fast_os
 
 STATES = ("enforced", "reminders", "off", "not_running", "not_installed", "unconfirmed", "other_host")
-# Variables only Claude Code sets for a hook (Codex sets CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA
-# for plugin hooks too, so those tell nothing; docs/hosts.md).
-CLAUDE_CODE_VARIABLES = ("CLAUDECODE", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_ENTRYPOINT")
 # Why a state holds; ops/enforcement_words.py words each (ENFORCEMENT_CAUSES).
 CAUSES = ("untrusted", "not_seen", "plugin_disabled", "no_copy", "hooks_disabled", "hooks_feature_off",
           "plugins_feature_off", "node_missing", "no_records", "records_in_workspace", "not_yet")
@@ -44,6 +41,7 @@ def observe(env, *, cwd, session_id, paths, confirm, record=True, _proc="/proc")
     that left no record are not running; at SessionStart itself they may still be starting, and
     the last confirmed observation of the same install stands in, unconfirmed. `record`: leave
     the verdict in the project's record (SessionStart writes nothing)."""
+    from intent_loop.base.host_process import on_claude_code
     from intent_loop.guard import efg_state as efg_config
 
     verdict = {"mode": efg_config.mode(env), "stops": efg_config.max_stop_continuations(env),
@@ -64,11 +62,6 @@ def observe(env, *, cwd, session_id, paths, confirm, record=True, _proc="/proc")
     if record or (install is not None and install["parsed"]):  # a parse is cached even by SessionStart
         _write_record(paths, stored, verdict, install, observed=record)
     return verdict
-
-
-def on_claude_code(env):
-    """Whether Claude Code runs this hook: one of the variables only it sets."""
-    return any(env.get(name) for name in CLAUDE_CODE_VARIABLES)
 
 
 def _install_state(install, env):

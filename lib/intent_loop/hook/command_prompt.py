@@ -5,6 +5,7 @@ reads the answer, no model turn is spent); any other goes on to the model with t
 for the user and the model's copy of it, plus the view when it changed. Whatever stops the run,
 the answer names the commands that were not recorded (docs/hooks.md).
 """
+from intent_loop.base.host_process import host_of
 from intent_loop.errors import IntentLoopError
 from intent_loop.hook.context import HookContext, make_source_ref, read_state, refresh_guard, turn_of
 from intent_loop.hook.runtime import after_of
@@ -41,7 +42,7 @@ def run_prompt_commands(payload, runtime, prompt, *, request_ids):
             request_id=request_id, former_request_ids=former_ids, deadline=ctx.deadline,
             workspace=ctx.workspace, env=ctx.env, observation={"char_count": len(prompt)}, resume=ctx.verified,
             cwd=ctx.cwd, hand_over=lambda job: ctx.after.hand_over(ctx.paths, job), log_guard_failure=ctx.log_guard,
-            watch=watch)
+            watch=watch, host=host_of(ctx.env, payload))
         # the state the commands produced, from their own transaction; reread only when nothing was
         # written in this call (all lines rejected, or a retry that returned the stored events)
         state = receipt.state if receipt.state is not None else read_state(ctx.paths, after)

@@ -25,12 +25,13 @@ class Plan:
     the first command receives the claims of the next) without touching the real state.
     """
 
-    def __init__(self, state, *, now):
+    def __init__(self, state, *, now, host=None):
         from intent_loop.intent.plan_copy import scratch  # copies only what the plan touches
 
         self.state = scratch(state)
         self.drafts = []
         self.now = now
+        self.host = host  # the hook's host ("codex", "claude-code"), kept on a session's link: None off hooks
 
     def add(self, draft):
         self.drafts.append(draft)
@@ -77,6 +78,8 @@ def start_task(plan, *, task_id, mode="on", label=None, session_hash=None, initi
         payload["started_by"] = started_by
     if session_hash is not None:
         payload["host_session_hash"] = session_hash
+        if plan.host is not None:  # the session starting it is linked by this event: its host too
+            payload["host"] = plan.host
         _detach_previous(plan, session_hash)
     plan.add(Draft("task_started", task_id, "user", payload))
     for claim in initial_claims[MAX_INITIAL_CLAIMS:]:
@@ -105,6 +108,8 @@ def link_session(plan, *, task_id, session_hash, make_current=False):
     if not linked:
         _detach_previous(plan, session_hash)
     payload = {"host_session_hash": session_hash, "action": "attach"}
+    if plan.host is not None:  # which host the session runs in, for `log` (no raw session id: seed 000)
+        payload["host"] = plan.host
     if make_current and not is_current:
         payload["current"] = True
     plan.add(Draft("session_linked", task_id, "user", payload))

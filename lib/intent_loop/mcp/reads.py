@@ -108,7 +108,8 @@ def _hooks_state(call):
 def _enforcement(call):
     """What Guard enforces, as the hooks last saw it: Codex gives this server none of EFG_MODE. Under
     Claude Code (which passes its own variables to the server) nothing does, whatever Codex saw."""
-    from intent_loop.guard.enforcement import on_claude_code, reported
+    from intent_loop.base.host_process import on_claude_code
+    from intent_loop.guard.enforcement import reported
     from intent_loop.ops.enforcement_words import enforcement_summary
 
     seen = {"state": "other_host", "cause": None} if on_claude_code(call.env) else reported(call.paths)

@@ -26,7 +26,7 @@ def normalized(commands):
 
 def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadline, workspace, env,
                  publish=True, observation=None, resume=None, former_request_ids=(), now=time.time, cwd=None,
-                 hand_over=None, log_guard_failure=None, watch=None):
+                 hand_over=None, log_guard_failure=None, watch=None, host=None):
     """Run parsed commands (Rejections included) as one mutation; returns a Receipt.
 
     With `observation` ({"char_count": n}) the same mutation also records the hash-only
@@ -37,7 +37,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
     save, the Guard file's syncs and the lock's release, to run after its answer, and watches its
     commit so that it never calls written lines "not recorded").
     `log_guard_failure(error)`: where a Guard file that could not be written is logged (the hook's
-    failure log), besides the receipt.
+    failure log), besides the receipt. `host`: the hook's host, kept on the session's link event.
     """
     receipt = Receipt()
     runnable = []
@@ -47,7 +47,7 @@ def run_commands(paths, *, commands, session_hash, source_ref, request_id, deadl
         else:
             runnable.append(command)
     def plan(state):
-        the_plan = tasks.Plan(state, now=format_utc(now()))
+        the_plan = tasks.Plan(state, now=format_utc(now()), host=host)
         runner = VerbRunner(the_plan, paths, session_hash=session_hash, source_ref=source_ref,
                          request_id=request_id, receipt=receipt)
         runner.run_all(runnable)
