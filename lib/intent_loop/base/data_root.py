@@ -69,3 +69,39 @@ def find_data_root(env, executable=None, home=None):
     if home and fast_os.path.isabs(home):
         return _under(home, ".codex", *ROOT_SUFFIX), "~/.codex"
     return None
+
+
+def candidate_roots(env, home=None):
+    """Every root a step of find_data_root names from this environment, whichever step wins: where a
+    second store of the same user may lie (a CODEX_HOME, or INTENT_LOOP_DATA_DIR, set for one host
+    or one shell only). Absolute values only, in the order's order, each once."""
+    found = []
+    explicit = env.get("INTENT_LOOP_DATA_DIR")
+    if explicit and fast_os.path.isabs(explicit):
+        found.append(fast_os.path.normpath(explicit))
+    codex_home = env.get("CODEX_HOME")
+    if codex_home and fast_os.path.isabs(codex_home):
+        found.append(_under(codex_home, *ROOT_SUFFIX))
+    plugin_data = env.get("PLUGIN_DATA")
+    inferred = plugin_data and fast_os.path.isabs(plugin_data) and _codex_home_from_plugin_data(plugin_data)
+    if inferred:
+        found.append(_under(inferred, *ROOT_SUFFIX))
+    home = home if home is not None else env.get("HOME")
+    if home and fast_os.path.isabs(home):
+        found.append(_under(home, ".codex", *ROOT_SUFFIX))
+    return [root for index, root in enumerate(found) if root not in found[:index]]
+
+
+def other_stores(env, data_root, project_id):
+    """The other candidate roots that hold a ledger of this project: a store the hooks of one host,
+    or the command line, would use instead of `data_root` (docs/storage.md, "Two stores"). One
+    lstat each, nothing created."""
+    found = []
+    for root in candidate_roots(env):
+        if root != data_root:
+            try:
+                fast_os.lstat(fast_os.path.join(root, "projects", project_id, "ledger.jsonl"))
+            except OSError:
+                continue
+            found.append(root)
+    return found

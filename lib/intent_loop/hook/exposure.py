@@ -1,5 +1,6 @@
 """Where this session lies outside the threat model (docs/security.md): the agent may write what
-intent-loop keeps out of its reach, so the user is told, and doctor says the same.
+intent-loop keeps out of its reach, so the user is told, and doctor says the same. And where a
+second store holds this folder's intent (docs/storage.md, "Two stores"): told at the same moment.
 
 The model assumes Codex's sandbox confines the agent to the workspace and the temp directories.
 It does not hold when Codex runs without one (`--dangerously-bypass-approvals-and-sandbox`,
@@ -12,6 +13,7 @@ this hook (Linux: /proc; elsewhere unknown), else config.toml. A mode switched i
 (`/approvals`, "Full Access") is seen by neither: docs/security.md says so.
 """
 from intent_loop.base import fast_os
+from intent_loop.base.data_root import other_stores
 from intent_loop.base.host_process import codex_ancestor, read_small
 
 UNSANDBOXED = "unsandboxed"
@@ -107,13 +109,15 @@ def _toml_string(value):
 
 
 def exposure_notice(payload, env, paths):
-    """The line SessionStart shows the user when this session is outside the model, else None.
-    Once a session: a compaction continues a session already told."""
+    """The line SessionStart shows the user when this session is outside the model, or when another
+    store holds this folder's intent, else None. Once a session: a compaction continues a session
+    already told."""
     if payload.get("source") == "compact":
         return None
     reasons = session_exposures(env, project_root=paths.root, data_root=paths.data_root)
-    if not reasons:
+    stores = other_stores(env, paths.data_root, paths.project_id)
+    if not reasons and not stores:
         return None
-    from intent_loop.ops.enforcement_words import exposure_text  # only then: the receipts' module costs a start
+    from intent_loop.ops.enforcement_words import exposure_text, other_stores_text  # only then: they cost a start
 
-    return exposure_text(reasons)
+    return "\n".join(text for text in (exposure_text(reasons), other_stores_text(stores, paths.data_root)) if text)

@@ -25,8 +25,8 @@ def session_start(payload, runtime):
     command, or the notice that the current task moved while it was away. Nothing is written
     before the answer; a linked session's Guard file is refreshed after it."""
     ctx = HookContext(payload, runtime)
-    if not ctx.state["tasks"]:
-        return None
+    if not ctx.state["tasks"]:  # nothing here: only a second store holding this folder is worth a word
+        return _other_stores_only(ctx, payload)
     from intent_loop.intent.session_view import session_context
 
     place = ctx.place()
@@ -57,6 +57,18 @@ def session_start(payload, runtime):
     if place.linked is not None and place.current is not None and ctx.seen.guard_changed():
         ctx.after.add(ctx.paths, _guard_repair_job(ctx))
     return answer
+
+
+def _other_stores_only(ctx, payload):
+    """SessionStart's answer in a folder this store knows nothing of: None, unless another store the
+    environment names holds it (a CODEX_HOME set for one host only), which the user must hear."""
+    from intent_loop.base.data_root import other_stores
+
+    if payload.get("source") == "compact" or not other_stores(ctx.env, ctx.paths.data_root, ctx.paths.project_id):
+        return None
+    from intent_loop.hook.exposure import exposure_notice
+
+    return {"system_message": exposure_notice(payload, ctx.env, ctx.paths)}
 
 
 # -- UserPromptSubmit ----------------------------------------------------------------------

@@ -162,3 +162,12 @@ def exposure_text(reasons):
     if not reasons:
         return None
     return "intent-loop: not protected here: " + "; and ".join(EXPOSURES[reason] for reason in reasons)
+
+
+def other_stores_text(others, root):
+    """The once-a-session line when another data root also holds this folder's intent (none: None)."""
+    if not others:
+        return None
+    return (f"intent-loop: this folder's intent is also kept in another store, {', '.join(others)}; this session "
+            f"reads and writes {root}, so what was recorded there is not shown here: point both hosts at one "
+            "store (docs/storage.md, \"Two stores\")")
