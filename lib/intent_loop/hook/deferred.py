@@ -23,7 +23,38 @@ from intent_loop.base import fast_os
 from intent_loop.hook import pending_work
 
 
-def detach(paths, job, *, deadline_seconds, on_failure, upkeep=None):
+def finish(paths, job, *, then, detach, deadline_seconds, log):
+    """Run the work a hook call queued for after its answer (hook.runtime.run_hook), followed by
+    `then()` whatever it did: in a detached child when `detach` (the hook process), right here when
+    not (in-process callers), and right here with the daily scrub after it when `detach` is None
+    (the commit's child, which is detached already: hook.runtime._split_commit). `log(step, exc)`
+    records a failure as the hook's own, at step "after_answer" or "scrub"."""
+    job = _followed_by(job, then)
+    failed = lambda exc: log("after_answer", exc)  # noqa: E731
+    scrub_found = lambda exc: log("scrub", exc)  # noqa: E731
+    daily = lambda: upkeep(paths, report=scrub_found)  # noqa: E731
+    if detach:
+        run_detached(paths, job, deadline_seconds=deadline_seconds, on_failure=failed, upkeep=daily)
+        return
+    run_inline(job, deadline_seconds=deadline_seconds, on_failure=failed)
+    if detach is None:
+        daily()
+
+
+def _followed_by(job, then):
+    if then is None:
+        return job
+
+    def both(deadline):
+        try:
+            job(deadline)
+        finally:
+            then()
+
+    return both
+
+
+def run_detached(paths, job, *, deadline_seconds, on_failure, upkeep=None):
     """Run `job(deadline)` in a detached child; the caller goes on (and exits) at once.
 
     If the child cannot be created the job runs here instead: slower, never lost. `upkeep()`

@@ -237,8 +237,13 @@ def run_hook(event_name, handler, *, stdin_fd=0, stdout_fd=1, env=None, deadline
     paths, job = _with_maintenance(after.paths, after.work(succeeded=succeeded))
     if job is None:
         return False
-    _finish_after_answer(paths, _followed_by(job, then), env, event_name, detach=detach,
-                         deadline_seconds=after.budget or deadline_seconds)
+    try:
+        from intent_loop.hook import deferred
+
+        deferred.finish(paths, job, then=then, detach=detach, deadline_seconds=after.budget or deadline_seconds,
+                        log=lambda step, exc: log_failure(env, event_name, step, exc))
+    except BaseException as exc:  # the answer is out; nothing here may turn into a crash
+        log_failure(env, event_name, "after_answer", exc)
     return True
 
 
@@ -279,19 +284,6 @@ def _exit_now():
     fast_os._exit(0)
 
 
-def _followed_by(job, then):
-    if then is None:
-        return job
-
-    def both(deadline):
-        try:
-            job(deadline)
-        finally:
-            then()
-
-    return both
-
-
 def _failure_answer(event_name, after, exc):
     """continue:true, with what the handler said to tell the user when it fails after accepting
     work the user typed (`after.on_failure`, see handlers); never raises."""
@@ -315,23 +307,6 @@ def _with_maintenance(paths, job):
     if not jobs:
         return None, None
     return jobs[0][0], lambda deadline: None
-
-
-def _finish_after_answer(paths, job, env, event_name, *, detach, deadline_seconds):
-    try:
-        from intent_loop.hook import deferred
-
-        failed = lambda exc: log_failure(env, event_name, "after_answer", exc)  # noqa: E731
-        scrub_found = lambda exc: log_failure(env, event_name, "scrub", exc)  # noqa: E731
-        upkeep = lambda: deferred.upkeep(paths, report=scrub_found)  # noqa: E731
-        if detach:
-            deferred.detach(paths, job, deadline_seconds=deadline_seconds, on_failure=failed, upkeep=upkeep)
-        else:
-            deferred.run_inline(job, deadline_seconds=deadline_seconds, on_failure=failed)
-            if detach is None:  # the commit's child (_split_commit), detached already: its upkeep too
-                upkeep()
-    except BaseException as exc:  # the answer is out; nothing here may turn into a crash
-        log_failure(env, event_name, "after_answer", exc)
 
 
 def serve(event_name, handler):
