@@ -90,7 +90,7 @@ def test_apply_merges_keeps_foreign_and_is_idempotent(home, codex):
     assert {"hooks": [FOREIGN]} in config["hooks"]["Stop"]
     found = {event: (matcher, handler) for event, matcher, handler in ours(config)}
     assert set(found) == {"SessionStart", "UserPromptSubmit", "Stop"}
-    assert found["SessionStart"][0] == "startup|resume|clear|compact"
+    assert found["SessionStart"][0] == "startup|resume|clear|compact|fork"
     python = os.path.realpath(result["python"])
     for _event, (_matcher, handler) in found.items():
         assert handler["timeout"] == 5 and handler["statusMessage"] == "intent-loop"
@@ -223,7 +223,16 @@ def test_install_writes_the_handlers_the_previous_build_wrote_byte_for_byte(befo
     previous = _previous_build()
     config = json.loads(_golden(before)) if before else None
     groups = desired_groups(previous["dist"], previous["python"])
-    assert render(merged(config, groups)) == _golden(after)
+    assert render(merged(config, groups)) == _with_fork(_golden(after))
+
+
+def _with_fork(data):
+    """A previous build's bytes as this build writes them: the SessionStart matcher takes `fork` (issue
+    37: Claude Code's --fork-session and Codex's /fork; the one change, which asks Codex to trust the
+    SessionStart hook again)."""
+    old, new = b'"matcher": "startup|resume|clear|compact"', b'"matcher": "startup|resume|clear|compact|fork"'
+    assert data.count(old) == 1
+    return data.replace(old, new)
 
 
 def _as_if_installed_here(name, dist, python):
@@ -237,7 +246,7 @@ def _as_if_installed_here(name, dist, python):
 
 @requires_dist
 @pytest.mark.parametrize("name", ["previous-build-fresh.hooks.json", "previous-build-merged.hooks.json"])
-def test_install_over_the_previous_builds_installation_is_unchanged(home, name):
+def test_install_over_the_previous_builds_installation_changes_only_the_matcher(home, name):
     codex = home / ".codex"
     codex.mkdir(parents=True)
     python = json.loads(run("install", "--json", home=home).stdout)["python"]
@@ -246,10 +255,11 @@ def test_install_over_the_previous_builds_installation_is_unchanged(home, name):
     proc = run("install", "--apply", "--json", home=home)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert (result["changed"], result["applied"], result["backup"]) == (False, False, None)
-    assert (codex / "hooks.json").read_bytes() == before
+    assert (result["changed"], result["applied"]) == (True, True)  # the matcher only (_with_fork)
+    assert (codex / "hooks.json").read_bytes() == _with_fork(before)
     # issue 13: the same re-run adds the MCP server table an older installation lacks (docs/upgrading.md)
-    assert sorted(n for n in os.listdir(codex) if n != "plugin-data") == ["config.toml", "hooks.json"]
+    assert sorted(n for n in os.listdir(codex) if n != "plugin-data" and ".bak-" not in n) == ["config.toml",
+                                                                                                "hooks.json"]
     assert result["mcp"]["applied"] and "[mcp_servers.intent_loop]" in (codex / "config.toml").read_text()
     assert sorted(event for event, _m, _h in ours(json.loads(before))) == ["SessionStart", "Stop", "UserPromptSubmit"]
 
@@ -324,3 +334,14 @@ def test_install_never_writes_an_interpreter_the_agent_can_write_into_hooks_json
             assert not named.startswith(str(workspace)) and os.path.samefile(named, python)
             assert f"INTENT_LOOP_PYTHON={shlex.quote(named)} " in (codex / "hooks.json").read_text()
             (codex / "hooks.json").write_bytes(before)
+
+
+def test_install_names_claude_codes_own_route_and_writes_nothing_of_claude_code(home):
+    """Issue 37 item 8: `install` offers both hosts or says why not. It writes Codex's files only and
+    names Claude Code's plugin route; nothing under ~/.claude is created."""
+    (home / ".codex").mkdir(parents=True)
+    for argv in (("install", "--json"), ("install", "--apply", "--json")):
+        proc = run(*argv, home=home)
+        assert proc.returncode == 0, proc.stderr
+        assert "claude plugin install intent-loop@intent-loop" in json.loads(proc.stdout)["claude_code"]
+    assert not (home / ".claude").exists()

@@ -1,4 +1,5 @@
 """install / uninstall: merge our three hook handlers into <codex-home>/hooks.json, or take them out.
+(Codex only: for Claude Code it names the plugin route, CLAUDE_CODE_ROUTE.)
 
 Dry run by default (a unified diff of what --apply would write). --apply backs the old file up
 to hooks.json.bak-<UTC timestamp> and replaces it atomically. Every foreign hook and key is kept;
@@ -27,6 +28,12 @@ from intent_loop.launch.binaries import HOOKS
 
 TRUST_REMINDER = ("Codex skips untrusted hooks silently: start Codex, open `/hooks` in the TUI and trust the "
                   "three intent-loop hooks (again after every install that changed them).")
+# The second host (docs/hosts.md): this command writes Codex's files only. Claude Code's way is its
+# plugin, which brings the hooks, the MCP server and the skill, and which it updates by version;
+# hooks written into ~/.claude/settings.json by hand would run beside the plugin's, twice.
+CLAUDE_CODE_ROUTE = ("Claude Code: not written by this command; install the plugin from this repository: "
+                     "`claude plugin marketplace add <owner>/intent-loop`, then `claude plugin install "
+                     "intent-loop@intent-loop` (docs/install.md, \"Claude Code\"); it uses the same store")
 
 
 def register(subparsers):
@@ -180,6 +187,7 @@ def _finish(args, console, verb, path, raw, target, *, extra, runtimes=(), mcp=N
                                  + f"write {path}")
     if verb == "install":
         result["reminder"] = TRUST_REMINDER
+        result["claude_code"] = CLAUDE_CODE_ROUTE
         result["old_runtimes"], runtimes_line = sweep(runtimes, apply=args.apply)
     if mcp is not None:
         result["mcp"] = _mcp_step(args, verb, mcp)
@@ -200,6 +208,7 @@ def _finish(args, console, verb, path, raw, target, *, extra, runtimes=(), mcp=N
         if runtimes_line:
             console.out(runtimes_line)
         console.out(TRUST_REMINDER)
+        console.out(CLAUDE_CODE_ROUTE)
     return 0
 
 
