@@ -70,6 +70,15 @@ def _turn_id(i):
 _PAYLOADS = itertools.count()
 
 
+def claude_payload(event, workspace, counter, **extra):
+    """A Claude Code 2.1.332 payload (tests/fixtures/claude-code-2.1.332/): a prompt_id per prompt."""
+    base = {"session_id": SESSION, "transcript_path": None, "cwd": str(workspace), "hook_event_name": event}
+    if event != "SessionStart":
+        base.update(permission_mode="default", prompt_id=_turn_id(2 * 10**6 + next(_PAYLOADS)))
+    base.update(extra)
+    return json.dumps(base).encode()
+
+
 def payload(event, workspace, counter, **extra):
     """A Codex payload; every call gets its own turn id, so a second run on the same project is
     not answered as a retry of the first."""
@@ -190,6 +199,11 @@ class Snapshot:
 
 PATHS = ("SessionStart resume", "prompt without commands", "prompt with two commands", "Stop that publishes",
          "SessionStart, new session (after /clear)")
+# Issue 37 item 10: the same ceilings on Claude Code's hook paths, measured in the same run: its payloads
+# (no turn_id, a prompt_id; no model) and the variables it sets (docs/hosts.md).
+CLAUDE_PATHS = ("Claude Code: SessionStart after /clear", "Claude Code: prompt without commands",
+                "Claude Code: prompt with two commands")
+CLAUDE_ENV = {"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli"}
 NEW_SESSION = "01a22b43-73c0-7793-8e50-00000000c1ea"  # a session id the ledger never saw: it follows the current task
 
 
@@ -216,6 +230,17 @@ def measure_size(size, project, workspace, env):
                                lambda i: payload("Stop", workspace, i, stop_hook_active=False,
                                                  last_assistant_message="Done."),
                                env_n, paths, detaches=True, before_round=snapshot.restore, size=size)
+    env_c = dict(env_n, CLAUDE_PROJECT_DIR=str(workspace), **CLAUDE_ENV)
+    cases[CLAUDE_PATHS[0]] = run_case(f"{label} {CLAUDE_PATHS[0]}", DIST / "intent-loop-session-start",
+                                      lambda i: claude_payload("SessionStart", workspace, i, source="clear",
+                                                               session_id=NEW_SESSION), env_c, paths, size=size)
+    cases[CLAUDE_PATHS[1]] = run_case(f"{label} {CLAUDE_PATHS[1]}", DIST / "intent-loop-user-prompt",
+                                      lambda i: claude_payload("UserPromptSubmit", workspace, i, prompt=f"go on {i}"),
+                                      env_c, paths, detaches=True, size=size)
+    cases[CLAUDE_PATHS[2]] = run_case(f"{label} {CLAUDE_PATHS[2]}", DIST / "intent-loop-user-prompt",
+                                      lambda i: claude_payload("UserPromptSubmit", workspace, i, prompt=(
+                                          f"intent: must keep API {i}\nintent: include src/mod{i}/")),
+                                      env_c, paths, before_round=snapshot.restore, size=size)
     return cases
 
 
@@ -231,7 +256,9 @@ def print_targets(run_no, by_size, unlinked):
             ("prompt without commands", "landed", "until written <= 1.1x vs base; <= 2.0x floor"),
             ("Stop that publishes", "landed", "until written <= 1.1x vs base; <= 2.0x floor"),
             ("SessionStart resume", "hook", "<= 2.0x floor (read path)"),
-            ("SessionStart, new session (after /clear)", "hook", "<= 2.0x floor (read path, writes nothing)"))
+            ("SessionStart, new session (after /clear)", "hook", "<= 2.0x floor (read path, writes nothing)"),
+            (CLAUDE_PATHS[0], "hook", "<= 2.0x floor"), (CLAUDE_PATHS[1], "landed", "<= 2.0x floor"),
+            (CLAUDE_PATHS[2], "hook", "<= 3.0x floor"))
     for path, which, target in rows:
         base_p95 = measure.percentile(getattr(by_size[base][path], which), 0.95)
         for size in sorted(by_size):
