@@ -6,7 +6,8 @@
                                 (building them first when one is missing)
     python3 build.py test       set up, build, lint (ruff check), run the whole test suite
     python3 build.py test-e2e   set up, build, run only the real-host tests (tests/e2e/) against the Codex
-                                version in $INTENT_LOOP_CODEX_VERSION (default: the pinned one)
+                                version in $INTENT_LOOP_CODEX_VERSION and the Claude Code version in
+                                $INTENT_LOOP_CLAUDE_VERSION (default: the pinned ones)
     python3 build.py test-other-pythons   the fast tests (no e2e, slow or dist/ tests) under each other
                                 CPython 3.11-3.13 on the machine, each in .cache/venv-3.X/ (CI runs it after test)
     python3 build.py demo       set up, build, run the main job on an embedded sample
@@ -19,8 +20,9 @@
                                 and .codex-plugin/plugin.json, and the digest of the plugin's files in
                                 release.json (tests/test_release.py fails while they differ)
 
-Every step is idempotent: the virtual environment (.venv/), the npm cache for the real-Codex
-end-to-end tests (.cache/npm-codex-<version>/) and dist/ are reused when their inputs did not change.
+Every step is idempotent: the virtual environment (.venv/), the npm installs for the real-host
+end-to-end tests (.cache/npm-codex-<version>/, .cache/npm-claude-<version>/) and dist/ are reused when
+their inputs did not change.
 """
 import hashlib
 import json
@@ -124,46 +126,109 @@ def ensure_npm_codex(version=None):
     registry (`npm install --no-save @openai/codex@<version>`, in its own directory).
     Returns (binary, None), or (None, why not)."""
     version = version or wanted_codex_version()
+    return _ensure_npm_package(CODEX_PACKAGE, version, pinned=version == pinned_codex_version(), npm_dir=NPM_DIR,
+                               target=CACHE / f"npm-codex-{version}", bin_name="codex", version_of=codex_version_of,
+                               label="intent-loop-e2e-codex", purpose="intent-loop's real-Codex tests")
+
+
+def _ensure_npm_package(package, version, *, pinned, npm_dir, target, bin_name, version_of, label, purpose,
+                        extra_args=()):
+    """Install `package`@`version` into `target` (git-ignored), reused while its inputs are unchanged:
+    the pinned version with `npm ci` from the committed lockfile in `npm_dir`, any other one with
+    `npm install --no-save` from the registry in a directory of its own; then check that
+    `version_of(binary)` says `version`. Returns (binary, None), or (None, why not)."""
     if shutil.which("npm") is None:
-        return None, f"npm is not installed, so {CODEX_PACKAGE}@{version} cannot be installed"
-    pinned = version == pinned_codex_version()
-    target = CACHE / f"npm-codex-{version}"
+        return None, f"npm is not installed, so {package}@{version} cannot be installed"
     if pinned:
-        lock = (NPM_DIR / "package-lock.json").read_bytes()
+        lock = (npm_dir / "package-lock.json").read_bytes()
         stamp_text = "npm ci, package-lock.json sha256 " + hashlib.sha256(lock).hexdigest()
-        argv = ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"]
+        argv = ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", *extra_args]
     else:
-        stamp_text = f"npm install {CODEX_PACKAGE}@{version}"
+        stamp_text = f"npm install {package}@{version}"
         argv = ["npm", "install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund", "--loglevel=error",
-                f"{CODEX_PACKAGE}@{version}"]
+                *extra_args, f"{package}@{version}"]
     stamp = target / ".intent-loop-stamp"
-    binary = target / "node_modules" / ".bin" / "codex"
+    binary = target / "node_modules" / ".bin" / bin_name
     if not (binary.exists() and stamp.exists() and stamp.read_text() == stamp_text):
         target.mkdir(parents=True, exist_ok=True)
         stamp.unlink(missing_ok=True)
         if pinned:
             for name in ("package.json", "package-lock.json"):
-                shutil.copyfile(NPM_DIR / name, target / name)
+                shutil.copyfile(npm_dir / name, target / name)
         else:  # a package.json of its own, so that npm does not look for one in a parent directory
             (target / "package-lock.json").unlink(missing_ok=True)
             (target / "package.json").write_text(json.dumps({
-                "name": "intent-loop-e2e-codex", "version": "0.0.0", "private": True, "license": "UNLICENSED",
-                "description": f"{CODEX_PACKAGE}@{version} for a hand run of intent-loop's real-Codex tests"}) + "\n")
+                "name": label, "version": "0.0.0", "private": True, "license": "UNLICENSED",
+                "description": f"{package}@{version} for a hand run of {purpose}"}) + "\n")
         try:
             run(argv, cwd=target)
         except subprocess.CalledProcessError as exc:
             return None, f"`{' '.join(argv)}` failed (exit {exc.returncode}) in {target}"
         stamp.write_text(stamp_text)
-    said = codex_version_of(binary)
+    said = version_of(binary)
     if said != version:
+        stamp.unlink(missing_ok=True)  # installed again next time, not reused
         return None, f"{binary} says its version is {said!r}, not {version}"
     return binary, None
+
+
+# -- the real Claude Code (issue 37) ---------------------------------------------------------
+NPM_CLAUDE_DIR = ROOT / "tests" / "e2e" / "npm-claude"
+CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
+# The one variable for the host version of the real-Claude-Code tests; unset: the version the
+# committed tests/e2e/npm-claude/package.json pins (CI's). Any other exact version: from the registry.
+CLAUDE_VERSION_VAR = "INTENT_LOOP_CLAUDE_VERSION"
+
+
+def pinned_claude_version():
+    """The @anthropic-ai/claude-code version pinned by the committed tests/e2e/npm-claude/package.json."""
+    return json.loads((NPM_CLAUDE_DIR / "package.json").read_text())["dependencies"][CLAUDE_PACKAGE]
+
+
+def wanted_claude_version():
+    """$INTENT_LOOP_CLAUDE_VERSION (an exact version such as 2.1.332), else the pinned version."""
+    version = os.environ.get(CLAUDE_VERSION_VAR, "").strip() or pinned_claude_version()
+    if not version[:1].isdigit() or not all(c.isalnum() or c in ".-" for c in version):
+        sys.exit(f"build.py: {CLAUDE_VERSION_VAR}={version!r} is not an exact version such as 2.1.332")
+    return version
+
+
+def claude_version_of(binary):
+    """The version `claude --version` prints ("2.1.332 (Claude Code)" -> "2.1.332"), or None. A
+    placeholder left where npm skipped the native optional dependency says no version."""
+    try:
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, env=dict(os.environ, DISABLE_AUTOUPDATER="1",
+                                                                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1"))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.split()
+    return words[0] if done.returncode == 0 and words else None
+
+
+def ensure_npm_claude(version=None):
+    """Install @anthropic-ai/claude-code `version` (default: wanted_claude_version()) into
+    .cache/npm-claude-<version>/ as ensure_npm_codex does Codex: the pinned version by `npm ci` from
+    the committed tests/e2e/npm-claude/package-lock.json. Its native binary is an optional dependency
+    (one package per platform, copied over bin/claude.exe by the package's postinstall), so optional
+    dependencies and install scripts are asked for explicitly: a user's `omit=optional` or
+    `ignore-scripts` would leave a placeholder, which the version check then refuses. The package
+    asks for node 22 (`engines`), but what runs is the native binary: node 20 installs it as well,
+    so a user's `engine-strict` is overridden.
+    Returns (binary, None), or (None, why not)."""
+    version = version or wanted_claude_version()
+    return _ensure_npm_package(CLAUDE_PACKAGE, version, pinned=version == pinned_claude_version(),
+                               npm_dir=NPM_CLAUDE_DIR, target=CACHE / f"npm-claude-{version}", bin_name="claude",
+                               version_of=claude_version_of, label="intent-loop-e2e-claude-code",
+                               purpose="intent-loop's real-Claude-Code tests",
+                               extra_args=("--include=optional", "--ignore-scripts=false", "--engine-strict=false"))
 
 
 def codex_test_env():
     """The environment for pytest: INTENT_LOOP_CODEX_BIN is the installed Codex, or, where none could
     be installed, INTENT_LOOP_CODEX_UNAVAILABLE says why (the real-host tests skip, and under CI=true
-    fail, with that reason)."""
+    fail, with that reason); the same for Claude Code (INTENT_LOOP_CLAUDE_BIN,
+    INTENT_LOOP_CLAUDE_UNAVAILABLE)."""
     env = dict(os.environ)
     codex, why_not = ensure_npm_codex()
     if codex is not None:
@@ -174,6 +239,16 @@ def codex_test_env():
         env.pop("INTENT_LOOP_CODEX_BIN", None)
         env["INTENT_LOOP_CODEX_UNAVAILABLE"] = why_not
         print(f"build.py: no real Codex for the end-to-end tests: {why_not}", flush=True)
+    claude, why_not = ensure_npm_claude()
+    if claude is not None:
+        env["INTENT_LOOP_CLAUDE_BIN"] = str(claude)
+        env.pop("INTENT_LOOP_CLAUDE_UNAVAILABLE", None)
+        print(f"build.py: the real-Claude-Code tests run {CLAUDE_PACKAGE}@{claude_version_of(claude)} ({claude})",
+              flush=True)
+    else:
+        env.pop("INTENT_LOOP_CLAUDE_BIN", None)
+        env["INTENT_LOOP_CLAUDE_UNAVAILABLE"] = why_not
+        print(f"build.py: no real Claude Code for the end-to-end tests: {why_not}", flush=True)
     return env
 
 

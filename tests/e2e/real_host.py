@@ -1,12 +1,16 @@
-"""The real host under test: which Codex binary and version, and why a real-host test cannot run.
+"""The real hosts under test: which Codex and Claude Code binaries and versions, and why a real-host
+test cannot run.
 
 The host version is ONE variable, INTENT_LOOP_CODEX_VERSION (unset: the version pinned by
 tests/e2e/npm/package.json, the one CI runs). `python3 build.py test` and `python3 build.py test-e2e`
 install that exact @openai/codex into .cache/npm-codex-<version>/ and pass its binary to pytest as
 INTENT_LOOP_CODEX_BIN, or, where they could not, the reason as INTENT_LOOP_CODEX_UNAVAILABLE.
 Setting INTENT_LOOP_CODEX_BIN by hand works too (then the version is whatever that binary says).
+Claude Code the same way: INTENT_LOOP_CLAUDE_VERSION (tests/e2e/npm-claude/package.json's pin),
+.cache/npm-claude-<version>/, INTENT_LOOP_CLAUDE_BIN or INTENT_LOOP_CLAUDE_UNAVAILABLE.
 
     from real_host import CODEX_BIN, requires_codex, codex_version, PINNED_VERSION
+    from real_host import CLAUDE_BIN, requires_claude, claude_version, CLAUDE_PINNED_VERSION
 
 A real-host test that cannot run (no binary, no tmux, no root for a namespace, ...) skips with the
 reason, except under CI=true, where tests/e2e/conftest.py turns that skip into a failure that
@@ -68,4 +72,58 @@ def version_mismatch():
     said = codex_version()
     if wanted and said and said != wanted:
         return f"{CODEX_VERSION_VAR}={wanted} but {CODEX_BIN} says it is {said}"
+    return ""
+
+
+# -- the real Claude Code (issue 37), the same way -------------------------------------------
+# INTENT_LOOP_CLAUDE_VERSION (unset: the version tests/e2e/npm-claude/package.json pins); build.py
+# installs it into .cache/npm-claude-<version>/ and passes INTENT_LOOP_CLAUDE_BIN, or the reason it
+# could not as INTENT_LOOP_CLAUDE_UNAVAILABLE.
+CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
+CLAUDE_BIN = os.environ.get("INTENT_LOOP_CLAUDE_BIN", "")
+CLAUDE_VERSION_VAR = "INTENT_LOOP_CLAUDE_VERSION"
+CLAUDE_PINNED_VERSION = json.loads((Path(__file__).resolve().parent / "npm-claude" / "package.json").read_text())[
+    "dependencies"][CLAUDE_PACKAGE]
+
+
+def why_no_claude():
+    """Why the real Claude Code cannot run here, or "" when it can."""
+    if not CLAUDE_BIN:
+        told = os.environ.get("INTENT_LOOP_CLAUDE_UNAVAILABLE", "")
+        return (f"no real Claude Code: {told}" if told else
+                "INTENT_LOOP_CLAUDE_BIN is not set: run `python3 build.py test` or `python3 build.py test-e2e` "
+                f"(needs npm) to install {CLAUDE_PACKAGE}@{CLAUDE_PINNED_VERSION}, or set {CLAUDE_VERSION_VAR}")
+    if not os.access(CLAUDE_BIN, os.X_OK):
+        return f"INTENT_LOOP_CLAUDE_BIN={CLAUDE_BIN!r} is not an executable file"
+    return ""
+
+
+requires_claude = pytest.mark.skipif(bool(why_no_claude()), reason=why_no_claude() or "the real Claude Code is here")
+
+
+@functools.cache
+def claude_version():
+    """What the binary says it is ("2.1.332 (Claude Code)" -> "2.1.332"), or None."""
+    if why_no_claude():
+        return None
+    try:
+        done = subprocess.run([CLAUDE_BIN, "--version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, env=dict(os.environ, DISABLE_AUTOUPDATER="1",
+                                                                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1"))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.split()
+    return words[0] if done.returncode == 0 and words else None
+
+
+def claude_is_pinned():
+    return claude_version() == CLAUDE_PINNED_VERSION
+
+
+def claude_version_mismatch():
+    """A mismatch between INTENT_LOOP_CLAUDE_VERSION and the binary's own version, or ""."""
+    wanted = os.environ.get(CLAUDE_VERSION_VAR, "").strip()
+    said = claude_version()
+    if wanted and said and said != wanted:
+        return f"{CLAUDE_VERSION_VAR}={wanted} but {CLAUDE_BIN} says it is {said}"
     return ""
