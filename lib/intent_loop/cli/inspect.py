@@ -151,7 +151,7 @@ def cmd_status(args, console):
 def _hooks_ran(console, root):
     """doctor's `hooks_ran` check: has Codex run the hooks of what is installed (Codex skips
     untrusted hooks without a word, so `intent:` lines would reach the model unrecorded)."""
-    from intent_loop.cli.doctor import install_checks
+    from intent_loop.cli.install_checks import install_checks
 
     return next(c for c in install_checks(console.env, root) if c["name"] == "hooks_ran")
 
