@@ -68,7 +68,7 @@ def test_prompt_with_commands_records_and_receipts(env, ws):
 
 def test_rejected_command_gets_system_message(env, ws):
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "please\nintent: gaol typo"), env)
-    assert "systemMessage" in answer and "rejected" in answer["systemMessage"]
+    assert said(answer.get("systemMessage", ""), "rejected", code="UNKNOWN_VERB", line=2) == 1
 
 
 def test_retried_prompt_records_nothing_new(env, ws):

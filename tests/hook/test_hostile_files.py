@@ -123,7 +123,7 @@ def test_a_file_at_the_runtime_directory_is_moved_aside_and_reported(env, ws):
             with open(path, "wb") as fh:
                 fh.write(b"not a runtime")
     _out, answer, _t = hook("UserPromptSubmit", prompt_payload(ws, "intent: must keep it", turn="t-6"), env)
-    assert "recorded" in answer["systemMessage"]
+    assert said(answer["systemMessage"], "recorded", "must") == 1
     proc, _t = cli(env, ws, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["runtime"]["ok"] is False and "RUNTIME_BROKEN" in checks["runtime"]["detail"]
