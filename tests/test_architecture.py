@@ -172,9 +172,13 @@ def test_storage_modules_import_only_their_floor_and_below():
     assert upward == []
 
 
-# A module a reader can hold in their head (issue 26); redact.py, the last one over, became the
-# rules, the patterns and the pre-filter (the redaction package since issue 36).
-MAX_MODULE_LINES = 400
+# A module a reader can hold in their head. Issue 26 set 400 lines (redact.py, the last one over,
+# became the rules, the patterns and the pre-filter: the redaction package since issue 36); issue
+# 36 lowered it to 360 and split the eight modules above it where a noun fell out (request_scan,
+# replacement, keepalive, install_checks; the projection to guard/document, the kept bytes to
+# guard/takeover, directory_problem to guard/location, the work after an answer to hook/deferred).
+# The cap does not move up: the issue whose change first takes a module over it splits that module.
+MAX_MODULE_LINES = 360
 OVER_THE_CAP = set()
 
 
