@@ -175,11 +175,25 @@ def test_a_payload_without_session_or_cwd_fails_open_and_logs_its_code(event, mi
 
 @pytest.mark.parametrize("event", list(BINARIES))
 def test_missing_data_root(event, env, ws):
+    """No data root at all (no absolute HOME and none of the variables): fail open, nothing written."""
     env = dict(env)
     del env["INTENT_LOOP_DATA_DIR"]
+    home = env.pop("HOME")
     payload = prompt_payload(ws, "intent: goal nowhere to go", hook_event_name=event)
-    _fail_open(event, payload, env)
-    assert not os.path.exists(os.path.join(env["HOME"], ".codex"))
+    _out, answer, elapsed = hook(event, payload, env)
+    assert elapsed < 5 and "hookSpecificOutput" not in answer and "decision" not in answer
+    assert os.listdir(home) == [] and os.listdir(ws) == []
+
+
+def test_the_first_host_to_run_creates_the_default_store_without_codex(env, ws):
+    """Issue 37: with HOME alone (Claude Code's hooks, or Codex's without ~/.codex yet) the store is
+    ~/.codex/plugin-data/intent-loop/v1, created by whichever host runs first."""
+    env = dict(env)
+    del env["INTENT_LOOP_DATA_DIR"]
+    hook("UserPromptSubmit", prompt_payload(ws, "intent: goal ship it"), env)
+    store = os.path.join(env["HOME"], ".codex", "plugin-data", "intent-loop", "v1")
+    assert os.listdir(os.path.join(env["HOME"], ".codex")) == ["plugin-data"]
+    assert len(events(dict(env, INTENT_LOOP_DATA_DIR=store), ws)) >= 2
 
 
 @pytest.mark.parametrize("event", list(BINARIES))

@@ -10,10 +10,10 @@ from intent_loop.base.data_root import candidate_roots
 pytestmark = requires_dist
 
 
-def _ledger_bytes(root, ws):
+def _ledger_bytes(root, workspace):
     from intent_loop.storage import paths
 
-    with open(paths.project_paths(root, ws).ledger, "rb") as fh:
+    with open(paths.project_paths(root, workspace).ledger, "rb") as fh:
         return fh.read()
 
 
@@ -33,7 +33,7 @@ def test_a_second_store_holding_this_folder_is_named_at_session_start(env, ws): 
 
 
 def test_the_candidates_are_every_root_a_step_of_the_order_names():
-    env = {"INTENT_LOOP_DATA_DIR": "/d/", "CODEX_HOME": "/x", "PLUGIN_DATA": "/y/plugins/data/p", "HOME": "/h"}
-    assert candidate_roots(env) == ["/d", "/x/plugin-data/intent-loop/v1", "/y/plugin-data/intent-loop/v1",
+    every = {"INTENT_LOOP_DATA_DIR": "/d/", "CODEX_HOME": "/x", "PLUGIN_DATA": "/y/plugins/data/p", "HOME": "/h"}
+    assert candidate_roots(every) == ["/d", "/x/plugin-data/intent-loop/v1", "/y/plugin-data/intent-loop/v1",
                                     "/h/.codex/plugin-data/intent-loop/v1"]
     assert candidate_roots({"CODEX_HOME": "rel", "HOME": "/h/"}) == ["/h/.codex/plugin-data/intent-loop/v1"]

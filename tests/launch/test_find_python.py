@@ -19,6 +19,7 @@ import pytest
 
 from helpers.dist import requires_dist
 from helpers.python_roots import roots_env
+from helpers.receipt_words import said
 from intent_loop.launch.binaries import BINARIES
 from intent_loop.launch.python_place import read_record
 
@@ -167,7 +168,7 @@ def test_a_deleted_cached_interpreter_is_replaced_by_the_next_one_found(place):
     gone.unlink()
     answer = hook(env, "user-prompt", "UserPromptSubmit", cwd=str(workspace),
                   prompt="intent: goal Keep recording after an upgrade")
-    assert "recorded goal" in answer["systemMessage"], answer
+    assert said(answer["systemMessage"], "recorded", "goal") == 1, answer
     assert cached(data_root) == str(bin_dir / "python3")
 
 
@@ -235,7 +236,7 @@ def test_a_binary_whose_builders_interpreter_is_gone_runs_with_another_or_says_w
     (bin_dir / "python3").symlink_to(other)
     done = run([DIST / "intent-loop-user-prompt"], env, payload("UserPromptSubmit", cwd=str(workspace),
                prompt="intent: goal Run after brew upgrade"), prefix=hide)
-    assert "recorded goal" in json.loads(done.stdout)["systemMessage"], done
+    assert said(json.loads(done.stdout)["systemMessage"], "recorded", "goal") == 1, done
     assert cached(data_root) == str(bin_dir / "python3")
     verify = run([DIST / "intent-loop", "verify", "--json"], env, cwd=workspace, prefix=hide)
     assert verify.returncode == 0 and json.loads(verify.stdout)["ok"] is True, verify.stderr  # the stdlib JSON engine

@@ -15,6 +15,7 @@ import pytest
 from helpers import mcp_client
 from helpers.dist import requires_dist
 from helpers.mcp_client import MCP_BINARY, run_hook
+from helpers.receipt_words import said
 from intent_loop.launch import hook_runs, run_record
 from intent_loop.launch.binaries import HOOKS
 
@@ -176,14 +177,14 @@ def test_the_user_level_binaries_and_the_repository_plugin_write_the_same_ledger
     typed["prompt"] = "intent: goal Recorded by the user-level binary"
     done = subprocess.run([str(DIST / "intent-loop-user-prompt")], input=json.dumps(typed), text=True, env=base,
                           capture_output=True, timeout=60)
-    assert "recorded goal" in json.loads(done.stdout)["systemMessage"], done
+    assert said(json.loads(done.stdout)["systemMessage"], "recorded", "goal") == 1, done
     copy = source_copy(codex_home)
     typed["prompt"] = "intent: must Recorded by the repository plugin"
     data = codex_home / "plugins" / "data" / "intent-loop-intent-loop"
     done = subprocess.run(["bash", "-c", f'"{copy}/hooks/intent-loop" user-prompt'], input=json.dumps(typed),
                           text=True, env={**base, "PLUGIN_ROOT": str(copy), "PLUGIN_DATA": str(data)},
                           capture_output=True, timeout=60)
-    assert "recorded must" in json.loads(done.stdout)["systemMessage"], done
+    assert said(json.loads(done.stdout)["systemMessage"], "recorded", "must") == 1, done
     shown = subprocess.run([str(copy / "hooks" / "intent-loop"), "cli", "show"], env=base, cwd=workspace,
                            capture_output=True, text=True, timeout=60).stdout
     assert "Recorded by the user-level binary" in shown and "Recorded by the repository plugin" in shown, shown
