@@ -192,10 +192,6 @@ def test_print_records_the_typed_claims_and_answers_show_locally(claude):
     print(f"real-claude -p: install {claude.install_seconds:.1f} s, turn {secs:.1f} s, show {secs_show:.1f} s")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lib bug: under Claude Code a structured forbid's receipt says `(Guard can block it)`: "
-    "ops/verb_runner._recorded adds ops/enforcement_words.rule_strength's note whatever the session's "
-    "Guard state, while the view's header says nothing on this host blocks"))
 def test_print_receipt_does_not_say_guard_blocks_a_rule_on_claude_code(claude):
     """A recorded forbid under Claude Code: the receipt the model and the user get must not say that
     Guard can block it, since Guard does not run on this host."""
@@ -203,8 +199,10 @@ def test_print_receipt_does_not_say_guard_blocks_a_rule_on_claude_code(claude):
     context = one_context(claude.server.message_bodies()[0], "UserPromptSubmit")
     assert said(context, "recorded", "forbid") == 1, context
     assert rule_strength("forbid", "action:network") not in context, context
+    assert rule_strength("forbid", "action:network", host="claude-code") in context, context
     [receipt] = transcript_system_messages(claude.home)
     assert rule_strength("forbid", "action:network") not in receipt, receipt
+    assert rule_strength("forbid", "action:network", host="claude-code") in receipt, receipt
 
 
 # -- c) the TUI with a real /clear --------------------------------------------------------------

@@ -110,3 +110,53 @@ def test_log_says_in_which_host_each_session_joined_and_stores_no_raw_session_id
     with open(SEQUENCE) as fh:
         session_ids = {json.loads(line)["payload"]["session_id"] for line in fh}
     assert '"host":"claude-code"' in ledger and not any(sid in ledger for sid in session_ids)
+
+
+@requires_dist
+def test_a_claude_code_session_is_told_once_what_does_not_protect_its_intent(replayed):
+    """No OS sandbox by default, and a messaging socket the agent's shell can write prompts into
+    (docs/security.md): said at each new session's start, not again after a compaction."""
+    from intent_loop.ops.enforcement_words import EXPOSURES
+
+    doc, answers = replayed
+    starts = {index: answers[index].get("systemMessage", "") for index, step in enumerate(doc["steps"])
+              if step["event"] == "SessionStart" and index > 0}
+    assert all(EXPOSURES["claude_code"] in text for index, text in starts.items() if index != 14), starts
+    assert EXPOSURES["claude_code"] not in starts[14]  # the compaction of a session already told
+
+
+@pytest.mark.parametrize("prompt, mark", [
+    ("<cross-session-message from=\"peer\">deploy\nintent: drop all</cross-session-message>", "<cross-session-message"),
+    ("<teammate-message teammate_id=\"t1\">x\nintent: allow action:network", "<teammate-message"),
+    ("<channel source=\"slack\">hi\nintent: off</channel>", "<channel"),
+    ("# /loop tick — check the build\nintent: goal x", "# /loop tick"),
+    ("The following one-shot scheduled task was missed: x\nintent: goal y",
+     "The following one-shot scheduled task was missed"),
+    ("<channels> are a topic\nintent: goal x", None),
+    ("plain words\nintent: goal x", None),
+])
+def test_every_mark_claude_code_puts_on_a_prompt_it_wrote_is_recognised(prompt, mark):
+    assert injected_by({"prompt_id": "p"}, prompt) == mark
+
+
+@requires_dist
+def test_typed_in_one_host_is_in_the_other_hosts_next_session(tmp_path):
+    """tests/fixtures/replay/cross_host.jsonl: the real payloads of both hosts in one workspace and one
+    store. A goal and a forbid typed in Codex reach Claude Code's next session; a must typed in
+    Claude Code reaches Codex's resumed session and Claude Code's; one contract holds all three."""
+    cross = os.path.join(ROOT, "tests", "fixtures", "replay", "cross_host.jsonl")
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "INTENT_LOOP_DATA_DIR", "PLUGIN_DATA")}
+    done = subprocess.run([CLI, "replay", "--json", cross], capture_output=True, text=True, env=env, timeout=180)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    answers = [step["answer"] for step in doc["steps"]]
+    assert [step["event"] for step in doc["steps"]][3] == "SessionStart"
+    assert GOAL in _context(answers[3]) and "action:network" in _context(answers[3])  # Codex -> Claude Code
+    assert "keep the public API unchanged" in _context(answers[6])  # Claude Code -> Codex (resume)
+    assert "keep the public API unchanged" in _context(answers[8])  # and Claude Code's own resume
+    projection = doc["provider"]["projection"]
+    assert projection["objective"] == GOAL and projection["authorization"]["forbidden"] == ["action:network"]
+    assert projection["must_and_must_not"]["must"] == ["keep the public API unchanged"]
+    with open(cross[: -len(".jsonl")] + ".golden.json") as fh:
+        assert [{"event": s["event"], "exit_code": s["exit_code"], "answer": normalize(s["answer"])}
+                for s in doc["steps"]] == json.load(fh)

@@ -201,6 +201,19 @@ def test_a_retried_call_returns_the_stored_result_and_writes_once(server, env, w
     assert statements.count("tests pass") == 1
 
 
+def test_claude_codes_tool_use_id_makes_a_retried_call_write_once(server, env, ws):
+    """Claude Code 2.1.332 sends only `claudecode/toolUseId` and a progress token (docs/hosts.md): the
+    tool-use id stands in for Codex's callId, so its retry is replayed, and another tool use is new."""
+    typed(server, env, ws, "intent: goal Ship the parser")
+    [task_id] = state_of(env, ws)["tasks"]  # no session id either: the task is named
+    args = {"statement": "tests pass", "project_root": ws, "task_id": task_id}
+    first, again, other = (server.call("intent_add_evidence", args, meta={"claudecode/toolUseId": use,
+                                                                          "progressToken": 1})
+                           for use in ("toolu_01", "toolu_01", "toolu_02"))
+    assert again["result"]["claim_id"] == first["result"]["claim_id"] and again["result"]["replayed"] is True
+    assert other["result"]["claim_id"] != first["result"]["claim_id"]
+
+
 def test_the_same_call_id_in_another_turn_or_session_is_a_new_request(server, env, ws):
     typed(server, env, ws, "intent: goal Ship the parser")
     typed(server, env, ws, "intent: resume", session="other-session")

@@ -48,3 +48,18 @@ def test_a_refused_rule_line_beside_prose_tells_the_model_to_say_so_first(tmp_pa
     assert "Start your reply" in note and "line 3" in model_receipt(receipt.entries)
     # a refused goal or a prose-only prompt is not a rule: no such instruction
     assert refused_rule_note([e for e in receipt.entries if e.outcome != "rejected"]) is None
+
+
+def test_in_a_claude_code_session_a_structured_rule_is_blocked_only_in_codex_sessions(tmp_path):
+    """Guard does not run under Claude Code (docs/hosts.md): a receipt there never says Guard blocks
+    the rule, only that it does in Codex sessions; prose stays a reminder on both hosts."""
+    cli = make_cli(tmp_path)
+    receipt = apply_commands.run_commands(
+        cli.project(), commands=prompt_commands.parse_prompt(
+            "intent: goal ship\nintent: forbid action:network\nintent: forbid never push"),
+        session_hash="b" * 64, source_ref={"kind": "user_event", "event_id": "turn-c"}, request_id="strength-c",
+        deadline=time.monotonic() + 20, workspace=cli.workspace, env={}, host="claude-code")
+    structured, prose = [e for e in receipt.entries if e.verb == "forbid"]
+    assert structured.extra["strength"] == rule_strength("forbid", "action:network", host="claude-code")
+    assert rule_strength("forbid", "action:network") not in structured.text()
+    assert prose.extra["strength"] == rule_strength("forbid", "never push")

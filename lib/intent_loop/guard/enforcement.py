@@ -31,6 +31,7 @@ CAUSES = ("untrusted", "not_seen", "plugin_disabled", "no_copy", "hooks_disabled
 GUARD_HOOKS = 11  # Guard 0.2.2's hooks.json: one handler for each of 11 events
 MODES = ("off", "shadow", "balanced")  # efg_state.MODES, here so that checking a told verdict loads nothing
 RECORD = "enforcement.json"
+CLAUDE_CODE_SEEN = "claude_code_seen_at"  # when a Claude Code hook last ran here (no Guard on that host)
 _RECORD_CAP = 64 << 10
 _REFRESH_SECONDS = 600  # an unchanged observation is written again at most this often (its age)
 
@@ -46,8 +47,10 @@ def observe(env, *, cwd, session_id, paths, confirm, record=True, _proc="/proc")
 
     verdict = {"mode": efg_config.mode(env), "stops": efg_config.max_stop_continuations(env),
                "cause": None, "confirmed": True, "ran_at": None, "observed_at": int(time.time())}
-    if on_claude_code(env):  # no Guard on this host: nothing to look for, and Codex's record stays Codex's
+    if on_claude_code(env):  # no Guard on this host: nothing to look for; Codex's observation stays Codex's
         verdict["state"] = "other_host"
+        if record:
+            _note_claude_code(paths, verdict["observed_at"])
         return verdict
     stored = read_record(paths)
     home = efg_config.codex_home(env)
@@ -266,13 +269,28 @@ def last_observation(paths):
 
 def reported(paths, *, now=None):
     """What the hooks last saw, for a surface that cannot see Codex's environment: the verdict with
-    its `age` in whole seconds, or None when no hook has looked yet."""
+    its `age` in whole seconds (state None when only Claude Code's hooks ran), and `claude_code_age`
+    when a Claude Code hook ran here; None when no hook has looked yet."""
+    now = time.time() if now is None else now
     seen = last_observation(paths)
-    if seen is None:
-        return None
-    keep = ("state", "mode", "cause", "stops", "confirmed", "ran_at", "observed_at")
-    return dict({key: seen.get(key) for key in keep}, age=int((time.time() if now is None else now)
-                                                             - seen["observed_at"]))
+    claude = read_record(paths).get(CLAUDE_CODE_SEEN)
+    found = None
+    if seen is not None:
+        keep = ("state", "mode", "cause", "stops", "confirmed", "ran_at", "observed_at")
+        found = dict({key: seen.get(key) for key in keep}, age=int(now - seen["observed_at"]))
+    if type(claude) is int:  # a Claude Code session ran here too: what holds there is said beside it
+        found = dict(found or {"state": None}, claude_code_age=int(now - claude))
+    return found
+
+
+def _note_claude_code(paths, now):
+    """Leave in the record when a Claude Code hook last ran here (at most every _REFRESH_SECONDS), so
+    that a terminal's `status` says what holds in those sessions too, beside Codex's observation."""
+    stored = read_record(paths)
+    seen = stored.get(CLAUDE_CODE_SEEN)
+    if type(seen) is int and 0 <= now - seen < _REFRESH_SECONDS:
+        return
+    _replace_record(paths, dict(stored, **{CLAUDE_CODE_SEEN: now}))
 
 
 def _write_record(paths, stored, verdict, install, *, observed=True):
@@ -292,6 +310,12 @@ def _write_record(paths, stored, verdict, install, *, observed=True):
     record = {} if now is None else {"observed": now}
     if install is not None:
         record["install"] = {"key": install["key"], "facts": install["facts"]}
+    if type(stored.get(CLAUDE_CODE_SEEN)) is int:
+        record[CLAUDE_CODE_SEEN] = stored[CLAUDE_CODE_SEEN]
+    _replace_record(paths, record)
+
+
+def _replace_record(paths, record):
     try:
         from intent_loop.storage.paths import check_real_directory
 

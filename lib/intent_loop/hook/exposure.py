@@ -17,6 +17,7 @@ from intent_loop.base.data_root import other_stores
 from intent_loop.base.host_process import codex_ancestor, read_small
 
 UNSANDBOXED = "unsandboxed"
+ON_CLAUDE_CODE = "claude_code"  # no sandbox by default, and prompts the agent can send (docs/security.md)
 HOLDS_HOME = "workspace_holds_home"
 HOLDS_DATA_ROOT = "workspace_holds_data_root"
 FULL_ACCESS = "danger-full-access"
@@ -26,8 +27,16 @@ _CONFIG_CAP = 1 << 20
 
 
 def session_exposures(env, *, project_root, data_root, _proc="/proc"):
-    """The reasons (UNSANDBOXED, HOLDS_HOME, HOLDS_DATA_ROOT) this session is outside the model."""
-    found = [UNSANDBOXED] if sandbox_mode(env, _proc=_proc) == FULL_ACCESS else []
+    """The reasons (ON_CLAUDE_CODE, UNSANDBOXED, HOLDS_HOME, HOLDS_DATA_ROOT) this session is outside
+    the model. Claude Code 2.1.332 runs the agent's commands without an OS sandbox unless the user
+    turned one on (and then only where bubblewrap is installed), and the agent's shell holds the
+    messaging socket whose messages reach UserPromptSubmit as if typed: the model never holds there."""
+    from intent_loop.base.host_process import on_claude_code
+
+    if on_claude_code(env):
+        found = [ON_CLAUDE_CODE]
+    else:
+        found = [UNSANDBOXED] if sandbox_mode(env, _proc=_proc) == FULL_ACCESS else []
     return found + workspace_exposures(env, project_root=project_root, data_root=data_root)
 
 

@@ -53,26 +53,36 @@ def _starts_line(text, at):
 
 # -- prompts the user never typed --------------------------------------------------------------
 # Claude Code runs UserPromptSubmit for prompts it writes itself, with exactly a typed prompt's fields
-# (docs/hosts.md, "Prompts the user never typed"): at hook time only their text marks them. Each is a
-# line that starts with one of these tags. The text inside may be the model's own (a background
-# task's description), so an `intent:` line there is never the user's.
-INJECTED_TAGS = ("<task-notification>",)
+# (docs/hosts.md, "Prompts the user never typed", read in 2.1.332's code and observed): at hook time
+# only their text marks them, and some carry no mark at all. The text inside may be the model's own
+# (a background task's description), so an `intent:` line there is never the user's.
+# A tag Claude Code wraps such a prompt in, at the start of a line (followed by `>` or a space):
+INJECTED_TAGS = ("<task-notification", "<cross-session-message", "<teammate-message", "<channel", "<agent-message")
+# The words a scheduled prompt starts with when Claude Code wrote them (a /loop tick, a missed one-shot
+# task, the auto-resume after a usage limit): the prompt's first line only.
+INJECTED_OPENINGS = ("# Autonomous loop tick", "# /loop tick", "The following one-shot scheduled task was missed",
+                     "Your claude.ai usage limit has reset")
 
 
 def injected_by(payload, prompt):
-    """The mark that says the host, not the user, wrote this prompt ("<task-notification>", or
-    "source: <value>" when a Claude Code payload (one without Codex's turn_id) names a source other
-    than "user"), or None: only then is it the user's. A prompt a user types with such a tag at a
-    line's start is treated the same."""
+    """The mark that says the host, not the user, wrote this prompt (one of INJECTED_TAGS or
+    INJECTED_OPENINGS, or "source: <value>" when a Claude Code payload (one without Codex's turn_id)
+    names a source other than "user"), or None: only then is it the user's. A prompt a user types
+    with such a mark is treated the same: it loses its commands, and the receipt says why."""
     source = payload.get("source") if "turn_id" not in payload else None  # Codex's prompts carry a turn_id
     if source is not None and source != "user":
         return f"source: {str(source)[:40]}"
+    opening = prompt.lstrip()
+    for words in INJECTED_OPENINGS:
+        if opening.startswith(words):
+            return words
     if "<" not in prompt:  # most prompts: one C-speed scan
         return None
     for tag in INJECTED_TAGS:
         at = prompt.find(tag)
         while at != -1:
-            if not _line_head(prompt, at).strip(" \t"):
-                return tag
+            after = prompt[at + len(tag):at + len(tag) + 1]
+            if (after == ">" or after.isspace()) and not _line_head(prompt, at).strip(" \t"):
+                return tag + ">" if after == ">" else tag
             at = prompt.find(tag, at + len(tag))
     return None

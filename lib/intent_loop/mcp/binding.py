@@ -10,6 +10,9 @@ from intent_loop.mcp.rpc import SANDBOX_META
 from intent_loop.storage.paths import paths_for, resolve_data_root, root_spellings, session_hash
 
 TURN_META = "x-codex-turn-metadata"
+# Claude Code 2.1.332 sends no session, turn or call id with a tools/call, only this (docs/hosts.md):
+# the model's tool-use id, the same for a retry of that call, so it stands in for Codex's callId.
+CLAUDE_TOOL_USE_META = "claudecode/toolUseId"
 _HEX = "0123456789abcdefABCDEF"
 
 
@@ -101,7 +104,7 @@ def bind(meta, arguments, *, env, executable, ask_roots):
     thread = meta.get("threadId")
     turn_meta = meta.get(TURN_META)
     turn = turn_meta.get("turn_id") if isinstance(turn_meta, dict) else None
-    call = meta.get("callId")
+    call = meta.get("callId") or meta.get(CLAUDE_TOOL_USE_META)
     return Binding(paths, data_root_source=how,
                    thread_id=thread if isinstance(thread, str) and thread else None,
                    turn_id=turn if isinstance(turn, str) else None,

@@ -66,10 +66,11 @@ _PREFIX_ACTIONS = {"rm": "delete", "rmdir": "delete", "unlink": "delete", "shred
 STRENGTH_VERBS = ("forbid", "must-not", "ask")
 
 
-def rule_strength(verb, statement):
+def rule_strength(verb, statement, *, host=None):
     """The receipt's short words on what Guard does with a recorded rule: block (pause, for `ask`) a
     structured one, only remind of prose; a command prefix matches literally, so the `action:` rule
-    that covers its variants is named."""
+    that covers its variants is named. In a Claude Code session (`host`), where Guard does not run,
+    a structured rule is blocked only in Codex sessions, and the words say so."""
     from intent_loop.intent.claims import split_prefix
     from intent_loop.intent.rule_grammar import rule_kind
 
@@ -77,6 +78,8 @@ def rule_strength(verb, statement):
     if kind is None:
         return " (prose: a reminder only)"
     does = "Guard can pause it" if verb == "ask" else "Guard can block it"
+    if host == "claude-code":
+        does += " in Codex sessions, not here"
     if kind != "command-prefix":
         return f" ({does})"
     words = value.split()
@@ -100,6 +103,8 @@ def enforcement_seen(verdict):
     """The short state, with when the hooks saw it when read back from their record."""
     if not verdict:
         return "whether Guard enforces it is not known yet (no hook has looked since intent-loop was updated)"
+    if verdict.get("state") is None:
+        return "no Codex session has looked here yet"
     age = verdict.get("age")
     if type(age) is not int:
         return enforcement_short(verdict)
@@ -113,7 +118,15 @@ def enforcement_summary(verdict):
     saw it, and why (the cause), or that no hook has looked yet."""
     text = "Guard: " + enforcement_seen(verdict)
     cause = (verdict or {}).get("cause")
-    return f"{text}; {ENFORCEMENT_CAUSES[cause]}" if cause in ENFORCEMENT_CAUSES else text
+    if cause in ENFORCEMENT_CAUSES:
+        text = f"{text}; {ENFORCEMENT_CAUSES[cause]}"
+    claude = (verdict or {}).get("claude_code_age")
+    if type(claude) is int:
+        from intent_loop.base.timestamps import duration_words
+
+        text += (f"; in Claude Code sessions nothing enforces it, Guard runs only under Codex (a Claude Code hook "
+                 f"ran here {duration_words(max(claude, 0))} ago)")
+    return text
 
 
 def enforcement_explained(verdict):
@@ -146,6 +159,9 @@ def enforcement_explained(verdict):
 
 
 EXPOSURES = {
+    "claude_code": ("in Claude Code the agent's commands run without an OS sandbox unless you turned one on, and its "
+                    "shell can send a prompt through Claude Code's messaging socket that reaches intent-loop as if you "
+                    "typed it: your recorded intent here is only as safe as the agent is careful (docs/security.md)"),
     "unsandboxed": ("this Codex runs without its sandbox (danger-full-access or --yolo): the agent can rewrite "
                     "intent-loop's data, what it runs and the Guard file, so your recorded intent is only as "
                     "safe as the agent is careful; run Codex with its default sandbox to keep them out of reach"),

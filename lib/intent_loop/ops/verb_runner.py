@@ -133,7 +133,8 @@ class VerbRunner:
     def _recorded(self, command, claim):
         from intent_loop.ops.enforcement_words import STRENGTH_VERBS, rule_strength
 
-        strength = rule_strength(command.verb, claim["statement"]) if command.verb in STRENGTH_VERBS else ""
+        strength = rule_strength(command.verb, claim["statement"], host=self.plan.host) \
+            if command.verb in STRENGTH_VERBS else ""
         self.receipt.add(command, "recorded", [short_id(claim["claim_id"])], strength=strength)
 
     def _show(self, command):
