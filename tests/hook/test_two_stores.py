@@ -37,3 +37,5 @@ def test_the_candidates_are_every_root_a_step_of_the_order_names():
     assert candidate_roots(every) == ["/d", "/x/plugin-data/intent-loop/v1", "/y/plugin-data/intent-loop/v1",
                                     "/h/.codex/plugin-data/intent-loop/v1"]
     assert candidate_roots({"CODEX_HOME": "rel", "HOME": "/h/"}) == ["/h/.codex/plugin-data/intent-loop/v1"]
+    # a PLUGIN_DATA outside Codex's layout names no store since 0.3.0, but where an older build kept one
+    assert candidate_roots({"PLUGIN_DATA": "/p/plugins/data/m/nested"}) == ["/p/plugins/data/m/nested/intent-loop/v1"]

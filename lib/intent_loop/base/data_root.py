@@ -72,9 +72,10 @@ def find_data_root(env, executable=None, home=None):
 
 
 def candidate_roots(env, home=None):
-    """Every root a step of find_data_root names from this environment, whichever step wins: where a
-    second store of the same user may lie (a CODEX_HOME, or INTENT_LOOP_DATA_DIR, set for one host
-    or one shell only). Absolute values only, in the order's order, each once."""
+    """Every root a step of find_data_root names from this environment, whichever step wins, and the
+    one a build before 0.3.0 named for a PLUGIN_DATA outside Codex's layout: where a second store of
+    the same user may lie (a CODEX_HOME, or INTENT_LOOP_DATA_DIR, set for one host or one shell
+    only). Absolute values only, in the order's order, each once."""
     found = []
     explicit = env.get("INTENT_LOOP_DATA_DIR")
     if explicit and fast_os.path.isabs(explicit):
@@ -83,9 +84,10 @@ def candidate_roots(env, home=None):
     if codex_home and fast_os.path.isabs(codex_home):
         found.append(_under(codex_home, *ROOT_SUFFIX))
     plugin_data = env.get("PLUGIN_DATA")
-    inferred = plugin_data and fast_os.path.isabs(plugin_data) and _codex_home_from_plugin_data(plugin_data)
-    if inferred:
-        found.append(_under(inferred, *ROOT_SUFFIX))
+    if plugin_data and fast_os.path.isabs(plugin_data):
+        inferred = _codex_home_from_plugin_data(plugin_data)
+        # outside Codex's layout, where a build before 0.3.0 kept the data: no store now, but still looked at
+        found.append(_under(inferred, *ROOT_SUFFIX) if inferred else _under(plugin_data, "intent-loop", "v1"))
     home = home if home is not None else env.get("HOME")
     if home and fast_os.path.isabs(home):
         found.append(_under(home, ".codex", *ROOT_SUFFIX))
