@@ -53,6 +53,7 @@ from test_real_codex import BYPASS, TURN_TIMEOUT, _wait_for, assert_all_hooks_co
 from test_real_codex_plugin import plugin_config  # noqa: E402
 
 from helpers.receipt_words import published, read, said  # noqa: E402
+from intent_loop.base.release import VERSION
 from intent_loop.guard import contract_file  # noqa: E402
 from intent_loop.ops.enforcement_words import ENFORCEMENT_HEADERS, ENFORCEMENT_SHORT, rule_strength  # noqa: E402
 
@@ -184,6 +185,11 @@ def test_print_records_the_typed_claims_and_answers_show_locally(claude):
     _raw, document = claude.contract()
     assert document["projection"]["objective"] == GOAL
     assert "action:network" in json.dumps(document["projection"]["authorization"]["forbidden"])
+
+    # doctor, from the user's shell: Claude Code's plugin, its release, and that its hooks ran
+    checks = {c["name"]: c for c in claude.cli("doctor", "--json", check=False)["checks"]}
+    assert checks["claude_code"]["ok"] and VERSION in checks["claude_code"]["detail"], checks["claude_code"]
+    assert checks["hooks_ran"]["ok"] and "Claude Code plugin" in checks["hooks_ran"]["detail"], checks["hooks_ran"]
 
     _rc, out, _err, secs_show = claude.run("-p", "intent: show")
     assert len(claude.server.message_bodies()) == 1, "intent: show reached the model"

@@ -1,6 +1,7 @@
 """doctor's checks of how intent-loop is installed in each Codex home ($CODEX_HOME, ~/.codex), read from
 Codex's own files and never written: hooks_installed, duplicate_install, hooks_trusted, hooks_ran and
-hook_python (`intent-loop status` reads hooks_ran from here too)."""
+hook_python (`intent-loop status` reads hooks_ran from here too); and in Claude Code (claude_code,
+cli/claude_install.py), whose hooks hooks_ran covers too."""
 import os
 
 from intent_loop.base.data_root import ROOT_SUFFIX
@@ -89,6 +90,14 @@ def install_checks(env, root=None):
     checks.append(check("hooks_trusted", not untrusted, detail,
                          "start Codex, open `/hooks` and trust the intent-loop hooks (Codex skips untrusted "
                          "hooks silently)"))
+    from intent_loop.cli.claude_install import claude_code_check, claude_installs
+
+    claude = claude_installs(env)  # Claude Code's copies leave the same run records (docs/hosts.md)
+    checks.append(claude_code_check(claude))
+    for plugin in claude if claude else ():
+        known = hooks_ran.plugin_copy_install(plugin["path"]) if plugin["enabled"] else None
+        if known is not None:
+            installs.append((f"Claude Code plugin {plugin['id']} ({plugin['version']})", *known))
     roots = list(dict.fromkeys(([root] if root else []) + [os.path.join(h, *ROOT_SUFFIX) for h in homes]))
     ran = hooks_ran.verdicts(roots, installs)
     checks.append(check("hooks_ran", all(ok for ok, _line in ran),
