@@ -2,7 +2,7 @@
 import os
 import time
 
-from intent_loop.base.data_root import ROOT_SUFFIX
+from intent_loop.base.data_root import candidate_roots
 from intent_loop.cli import python_checks
 from intent_loop.cli.common import current_project, damage_next_action, data_root, load_state
 from intent_loop.cli.install_checks import codex_homes, install_checks
@@ -19,16 +19,7 @@ from intent_loop.storage.reading import verify_all
 _BINARIES = tuple(binary.name for binary in BINARIES)
 
 
-def _check(name, ok, detail, next_action=None):
-    return {"name": name, "ok": bool(ok), "detail": detail, "next_action": None if ok else next_action}
-
-
-def _candidate_roots(env):
-    roots = []
-    for base in (env.get("CODEX_HOME"), os.path.join(env["HOME"], ".codex") if env.get("HOME") else None):
-        if base and os.path.isabs(base):
-            roots.append(os.path.join(base, *ROOT_SUFFIX))
-    return roots
+_check = python_checks.check  # one shape for every check (name, ok, detail, next_action)
 
 
 def projects(root):
@@ -210,12 +201,12 @@ def cmd_doctor(args, console):
     except IntentLoopError as exc:
         root = None
         checks.append(_check("data_root", False, exc.message,
-                             "set CODEX_HOME or INTENT_LOOP_DATA_DIR, or create ~/.codex"))
-    others = [r for r in _candidate_roots(console.env) if r != root and projects(r)]
+                             "set INTENT_LOOP_DATA_DIR (or CODEX_HOME) to an absolute path, or HOME"))
+    others = [r for r in candidate_roots(console.env) if r != root and projects(r)]
     checks.append(_check("other_roots", not others,
                          "no other candidate root holds projects" if not others else
                          "other roots with projects: " + ", ".join(f"{r} ({len(projects(r))})" for r in others),
-                         "the hooks and this command may disagree about the data root; set CODEX_HOME consistently"))
+                         "two stores: point every host and shell at one (docs/storage.md, \"Two stores\")"))
     checks.extend(install_checks(console.env, root))
     checks.append(python_checks.interpreter_check(_BINARIES, env=console.env))
     checks.append(_sandbox_check(console.env, root, here=console.cwd))
