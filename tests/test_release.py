@@ -23,9 +23,10 @@ def _build():
 
 def test_every_place_names_the_same_version():
     plugin = json.loads((ROOT / ".codex-plugin" / "plugin.json").read_text())
+    claude = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())  # Claude Code updates on it alone
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     release = json.loads((ROOT / "release.json").read_text())
-    assert plugin["version"] == project["version"] == VERSION == release["version"]
+    assert plugin["version"] == claude["version"] == project["version"] == VERSION == release["version"]
 
 
 def test_the_plugins_files_are_the_release_they_say_they_are():
@@ -66,6 +67,7 @@ def test_a_changed_plugin_file_makes_the_check_fail_and_a_release_records_it(tmp
     after = json.loads((tree / "release.json").read_text())
     assert after == {"version": new, "plugin_files_sha256": build.plugin_files_digest()}
     assert json.loads((tree / ".codex-plugin" / "plugin.json").read_text())["version"] == new
+    assert json.loads((tree / ".claude-plugin" / "plugin.json").read_text())["version"] == new
     assert f'VERSION = "{new}"' in (tree / "lib" / "intent_loop" / "base" / "release.py").read_text()
 
 
