@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from helpers.dist import requires_dist
+from helpers.receipt_words import read
 from helpers.replay_golden import normalize
 from intent_loop.guard.acceptance import validate_provider_document
 from intent_loop.intent.prompt_scan import injected_by
@@ -160,3 +161,22 @@ def test_typed_in_one_host_is_in_the_other_hosts_next_session(tmp_path):
     with open(cross[: -len(".jsonl")] + ".golden.json") as fh:
         assert [{"event": s["event"], "exit_code": s["exit_code"], "answer": normalize(s["answer"])}
                 for s in doc["steps"]] == json.load(fh)
+
+
+@requires_dist
+def test_the_moved_task_notice_crosses_hosts():
+    """tests/fixtures/replay/cross_host_moved.jsonl: a Claude Code session's task; then `intent: new`
+    typed in Codex makes another task current; the Claude Code session's next prompt is told, the
+    user and the model, which task the contract holds now and how to switch back."""
+    moved = os.path.join(ROOT, "tests", "fixtures", "replay", "cross_host_moved.jsonl")
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "INTENT_LOOP_DATA_DIR", "PLUGIN_DATA")}
+    done = subprocess.run([CLI, "replay", "--json", moved], capture_output=True, text=True, env=env, timeout=180)
+    doc = json.loads(done.stdout)
+    answers = [step["answer"] for step in doc["steps"]]
+    started = [entry for entry in read(answers[3]["systemMessage"]) if entry.outcome == "started"]
+    [first] = [entry.ids[0] for entry in read(answers[1]["systemMessage"]) if entry.outcome == "recorded"]
+    new_task = started[0].ids[0]
+    for text in (answers[4]["systemMessage"], _context(answers[4])):
+        assert new_task in text and "Ship the billing export" in text, text
+    assert doc["provider"]["projection"]["objective"] == "Ship the billing export"
+    assert first not in json.dumps(doc["provider"])  # the first task's claim left the contract
