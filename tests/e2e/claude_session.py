@@ -193,13 +193,10 @@ class ClaudeSession:
         return self.tmux.screen()
 
     def wait_screen(self, predicate, timeout=30):
-        check = (lambda s: predicate in s) if isinstance(predicate, str) else predicate
-        return _wait_for(lambda: s if check(s := self.screen()) else "", time.monotonic() + timeout)
+        return self.tmux.wait_screen(predicate, timeout)
 
     def type_line(self, text):
-        self.tmux.type_text(text)
-        time.sleep(0.5)  # typed text and Enter far apart, so Enter is not taken as part of a paste
-        self.tmux.press("Enter")
+        self.tmux.type_line(text)
 
     def submit(self, text, *, timeout=30):
         """Type a prompt; wait for its model request and for the turn to end; that request's body."""

@@ -96,14 +96,10 @@ class CodexSession:
         return self.tmux.screen()
 
     def wait_screen(self, predicate, timeout=30):
-        """Wait until predicate(screen) (or a substring) holds; returns the screen or ""."""
-        check = (lambda s: predicate in s) if isinstance(predicate, str) else predicate
-        return _wait_for(lambda: s if check(s := self.screen()) else "", time.monotonic() + timeout)
+        return self.tmux.wait_screen(predicate, timeout)
 
     def type_line(self, text):
-        self.tmux.type_text(text)
-        time.sleep(0.5)  # typed text and Enter far apart, so Enter is not taken as part of a paste
-        self.tmux.press("Enter")
+        self.tmux.type_line(text)
 
     def submit(self, text, *, requests=None, timeout=30):
         """Type a prompt and wait until the mock has `requests` turn requests (default: one more

@@ -24,11 +24,11 @@ import json
 import re
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mock_model import enter_netns, request_body  # noqa: E402
+from mock_model import RecordingHandler, enter_netns, request_body  # noqa: E402
 
 ASSISTANT_TEXT = "Done."
 MODEL = "claude-mock-1"
@@ -77,31 +77,8 @@ def message_stream(number, blocks, model=MODEL):
     return b"".join(out)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(RecordingHandler):
     server_version = "intent-loop-mock-anthropic/1"
-
-    def log_message(self, fmt, *args):  # requests are recorded instead
-        pass
-
-    def _record(self, body):
-        try:
-            parsed = json.loads(body) if body else None
-        except ValueError:
-            parsed = None
-        entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                 "body": body, "json": parsed}
-        with self.server.lock:
-            self.server.requests.append(entry)
-            return len(self.server.requests)
-
-    def _send(self, status, content_type, payload):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
 
     def do_POST(self):
         body = request_body(self.headers, self.rfile)

@@ -71,15 +71,14 @@ def request_body(headers, rfile):
         chunks.append(rfile.read(size))
         rfile.readline()
 
-class _Handler(BaseHTTPRequestHandler):
+class RecordingHandler(BaseHTTPRequestHandler):
+    """What both mocks (this one and mock_anthropic.py) share: every request recorded on the server
+    (`requests`, under `lock`), answers of a given type and length, no log lines."""
+
     protocol_version = "HTTP/1.1"
-    server_version = "intent-loop-mock-model/1"
 
     def log_message(self, fmt, *args):  # keep pytest output clean; requests are recorded instead
         pass
-
-    def _read_body(self):
-        return request_body(self.headers, self.rfile)
 
     def _record(self, body):
         try:
@@ -100,8 +99,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
         self.wfile.flush()
 
+
+
+class _Handler(RecordingHandler):
+    server_version = "intent-loop-mock-model/1"
+
     def do_POST(self):
-        body = self._read_body()
+        body = request_body(self.headers, self.rfile)
         number = self._record(body)
         if self.path.split("?", 1)[0].rstrip("/").endswith("/responses"):
             self.server.gate.wait(timeout=120)  # a test holds the turn open (steering) by clearing it

@@ -32,16 +32,23 @@ PINNED_VERSION = json.loads((Path(__file__).resolve().parent / "npm" / "package.
 IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
+def _why_no(binary, *, host, bin_var, unavailable_var, package, pinned, version_var):
+    """Why a real host cannot run here, or "" when it can (the same reasons for both hosts)."""
+    if not binary:
+        told = os.environ.get(unavailable_var, "")
+        return (f"no real {host}: {told}" if told else
+                f"{bin_var} is not set: run `python3 build.py test` or `python3 build.py test-e2e` "
+                f"(needs npm) to install {package}@{pinned}, or set {version_var}")
+    if not os.access(binary, os.X_OK):
+        return f"{bin_var}={binary!r} is not an executable file"
+    return ""
+
+
 def why_no_codex():
     """Why the real Codex cannot run here, or "" when it can."""
-    if not CODEX_BIN:
-        told = os.environ.get("INTENT_LOOP_CODEX_UNAVAILABLE", "")
-        return (f"no real Codex: {told}" if told else
-                "INTENT_LOOP_CODEX_BIN is not set: run `python3 build.py test` or `python3 build.py test-e2e` "
-                f"(needs npm) to install {CODEX_PACKAGE}@{PINNED_VERSION}, or set {CODEX_VERSION_VAR}")
-    if not os.access(CODEX_BIN, os.X_OK):
-        return f"INTENT_LOOP_CODEX_BIN={CODEX_BIN!r} is not an executable file"
-    return ""
+    return _why_no(CODEX_BIN, host="Codex", bin_var="INTENT_LOOP_CODEX_BIN",
+                   unavailable_var="INTENT_LOOP_CODEX_UNAVAILABLE", package=CODEX_PACKAGE, pinned=PINNED_VERSION,
+                   version_var=CODEX_VERSION_VAR)
 
 
 requires_codex = pytest.mark.skipif(bool(why_no_codex()), reason=why_no_codex() or "the real Codex is here")
@@ -88,14 +95,9 @@ CLAUDE_PINNED_VERSION = json.loads((Path(__file__).resolve().parent / "npm-claud
 
 def why_no_claude():
     """Why the real Claude Code cannot run here, or "" when it can."""
-    if not CLAUDE_BIN:
-        told = os.environ.get("INTENT_LOOP_CLAUDE_UNAVAILABLE", "")
-        return (f"no real Claude Code: {told}" if told else
-                "INTENT_LOOP_CLAUDE_BIN is not set: run `python3 build.py test` or `python3 build.py test-e2e` "
-                f"(needs npm) to install {CLAUDE_PACKAGE}@{CLAUDE_PINNED_VERSION}, or set {CLAUDE_VERSION_VAR}")
-    if not os.access(CLAUDE_BIN, os.X_OK):
-        return f"INTENT_LOOP_CLAUDE_BIN={CLAUDE_BIN!r} is not an executable file"
-    return ""
+    return _why_no(CLAUDE_BIN, host="Claude Code", bin_var="INTENT_LOOP_CLAUDE_BIN",
+                   unavailable_var="INTENT_LOOP_CLAUDE_UNAVAILABLE", package=CLAUDE_PACKAGE,
+                   pinned=CLAUDE_PINNED_VERSION, version_var=CLAUDE_VERSION_VAR)
 
 
 requires_claude = pytest.mark.skipif(bool(why_no_claude()), reason=why_no_claude() or "the real Claude Code is here")

@@ -304,6 +304,16 @@ class _Tmux:
     def press(self, key):
         self._tmux("send-keys", "-t", "e2e", key)
 
+    def wait_screen(self, predicate, timeout=30):
+        """Wait until predicate(screen) (or a substring) holds; returns the screen or ""."""
+        check = (lambda s: predicate in s) if isinstance(predicate, str) else predicate
+        return _wait_for(lambda: s if check(s := self.screen()) else "", time.monotonic() + timeout)
+
+    def type_line(self, text):
+        self.type_text(text)
+        time.sleep(0.5)  # typed text and Enter far apart, so Enter is not taken as part of a paste
+        self.press("Enter")
+
     def close(self):
         try:
             os.killpg(self.pane_pid, signal.SIGKILL)  # the pane's shell is its process group leader
