@@ -23,12 +23,10 @@ import itertools
 import json
 import re
 import sys
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mock_model import RecordingHandler, enter_netns, request_body  # noqa: E402
+from mock_model import MockServer, RecordingHandler, request_body  # noqa: E402
 
 ASSISTANT_TEXT = "Done."
 MODEL = "claude-mock-1"
@@ -112,35 +110,17 @@ class _Handler(RecordingHandler):
         self._send(404, "application/json", b'{"type":"error","error":{"type":"not_found_error","message":"mock"}}')
 
 
-class MockAnthropicServer:
-    """The mock on 127.0.0.1 in a daemon thread; a context manager that shuts it down.
+class MockAnthropicServer(MockServer):
+    """The Messages API mock on 127.0.0.1 in a daemon thread (mock_model.MockServer: netns, the
+    recorded requests, start and stop). `respond_with(responder)`: `responder(body, number)` returns
+    content blocks, or None for "Done."."""
 
-    netns: a network namespace file (/proc/PID/ns/net of an `unshare -n` process): the serving
-    thread joins it before binding, so only processes in that namespace reach the mock."""
-
-    def __init__(self, host="127.0.0.1", port=0, assistant_text=ASSISTANT_TEXT, netns=None):
-        self.host, self._port, self.assistant_text, self.netns = host, port, assistant_text, netns
-        self.httpd = None
-        self.thread = None
-        self._ready = threading.Event()
-        self._error = None
-
-    def respond_with(self, responder):
-        """Script the replies: `responder(body, number)` returns content blocks, or None for "Done."."""
-        self.httpd.responder = responder
-
-    @property
-    def port(self):
-        return self.httpd.server_address[1]
+    HANDLER = _Handler
+    NAME = "mock-anthropic"
 
     @property
     def base_url(self):
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def requests(self):
-        with self.httpd.lock:
-            return list(self.httpd.requests)
 
     @property
     def errors(self):
@@ -148,49 +128,10 @@ class MockAnthropicServer:
 
     def message_bodies(self):
         """The parsed JSON bodies of every POST /v1/messages, in arrival order."""
-        return [r["json"] for r in self.requests
-                if r["method"] == "POST" and r["path"].split("?", 1)[0].rstrip("/").endswith("/v1/messages")
-                and isinstance(r["json"], dict)]
+        return self.posts_to("/v1/messages")
 
-    def _serve(self):
-        try:
-            if self.netns is not None:
-                enter_netns(self.netns)
-            httpd = ThreadingHTTPServer((self.host, self._port), _Handler)
-            httpd.daemon_threads = True
-            httpd.requests, httpd.errors = [], []
-            httpd.lock = threading.Lock()
-            httpd.assistant_text = self.assistant_text
-            httpd.responder = None
-            self.httpd = httpd
-        except BaseException as exc:  # reported by start()
-            self._error = exc
-            return
-        finally:
-            self._ready.set()
-        httpd.serve_forever(poll_interval=0.1)
-
-    def start(self, timeout=10):
-        self.thread = threading.Thread(target=self._serve, name="mock-anthropic", daemon=True)
-        self.thread.start()
-        if not self._ready.wait(timeout):
-            raise RuntimeError("mock Anthropic server did not start")
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def stop(self):
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-        if self.thread is not None:
-            self.thread.join(timeout=5)
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc_info):
-        self.stop()
+    def _configure(self, httpd):
+        httpd.errors = []
 
 
 # -- reading a request body -------------------------------------------------------------------

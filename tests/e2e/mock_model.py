@@ -127,26 +127,29 @@ class _Handler(RecordingHandler):
             self._send(404, "application/json", b'{"error":{"message":"mock: not found"}}')
 
 
-class MockModelServer:
-    """The mock on 127.0.0.1 in a daemon thread; a context manager that shuts it down.
+class MockServer:
+    """A mock on 127.0.0.1 in a daemon thread, recording every request; a context manager that shuts
+    it down. Subclasses name their request handler (HANDLER) and what the handler reads from the
+    server (_configure); mock_anthropic.MockAnthropicServer is the other one.
 
     netns: a network namespace file (e.g. /proc/PID/ns/net of an `unshare -n` process). The
     serving thread joins it with setns(2) before binding, so only processes in that namespace
     (`nsenter --net=...`) can reach the mock: the rest of the test process stays where it was.
     """
 
+    HANDLER = None
+    NAME = "mock"
+
     def __init__(self, host="127.0.0.1", port=0, assistant_text=ASSISTANT_TEXT, netns=None):
         self.host, self._port, self.assistant_text, self.netns = host, port, assistant_text, netns
-        self.responder = None  # body, number -> output items (None: the plain assistant message)
+        self.responder = None  # body, number -> the scripted answer (None: the plain assistant message)
         self.httpd = None
         self.thread = None
         self._ready = threading.Event()
         self._error = None
-        self.gate = threading.Event()  # set: answer at once; clear it to hold every answer back
-        self.gate.set()
 
     def respond_with(self, responder):
-        """Script the output items: `responder(body, number)` returns a list of items or None."""
+        """Script the answers: `responder(body, number)` returns what to answer, or None."""
         self.responder = responder
         self.httpd.responder = responder
 
@@ -155,31 +158,30 @@ class MockModelServer:
         return self.httpd.server_address[1]
 
     @property
-    def base_url(self):
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
     def requests(self):
         with self.httpd.lock:
             return list(self.httpd.requests)
 
-    def response_bodies(self):
-        """The parsed JSON bodies of every POST .../responses, in arrival order."""
+    def posts_to(self, suffix):
+        """The parsed JSON bodies of every POST to a path ending in `suffix`, in arrival order."""
         return [r["json"] for r in self.requests
-                if r["method"] == "POST" and r["path"].split("?", 1)[0].rstrip("/").endswith("/responses")
+                if r["method"] == "POST" and r["path"].split("?", 1)[0].rstrip("/").endswith(suffix)
                 and isinstance(r["json"], dict)]
+
+    def _configure(self, httpd):
+        """What the handler reads from the server besides requests, lock, assistant_text, responder."""
 
     def _serve(self):
         try:
             if self.netns is not None:
                 enter_netns(self.netns)
-            httpd = ThreadingHTTPServer((self.host, self._port), _Handler)
+            httpd = ThreadingHTTPServer((self.host, self._port), self.HANDLER)
             httpd.daemon_threads = True
             httpd.requests = []
             httpd.lock = threading.Lock()
             httpd.assistant_text = self.assistant_text
-            httpd.gate = self.gate
             httpd.responder = None
+            self._configure(httpd)
             self.httpd = httpd
         except BaseException as exc:  # reported by start()
             self._error = exc
@@ -189,16 +191,15 @@ class MockModelServer:
         httpd.serve_forever(poll_interval=0.1)
 
     def start(self, timeout=10):
-        self.thread = threading.Thread(target=self._serve, name="mock-model", daemon=True)
+        self.thread = threading.Thread(target=self._serve, name=self.NAME, daemon=True)
         self.thread.start()
         if not self._ready.wait(timeout):
-            raise RuntimeError("mock model server did not start")
+            raise RuntimeError(f"{self.NAME} server did not start")
         if self._error is not None:
             raise self._error
         return self
 
     def stop(self):
-        self.gate.set()  # a held answer must not outlive the server
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()
@@ -210,6 +211,33 @@ class MockModelServer:
 
     def __exit__(self, *exc_info):
         self.stop()
+
+
+class MockModelServer(MockServer):
+    """The Responses API mock (this module's docstring)."""
+
+    HANDLER = _Handler
+    NAME = "mock-model"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()  # set: answer at once; clear it to hold every answer back
+        self.gate.set()
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def response_bodies(self):
+        """The parsed JSON bodies of every POST .../responses, in arrival order."""
+        return self.posts_to("/responses")
+
+    def _configure(self, httpd):
+        httpd.gate = self.gate
+
+    def stop(self):
+        self.gate.set()  # a held answer must not outlive the server
+        super().stop()
 
 
 def enter_netns(path):
