@@ -41,8 +41,10 @@ from real_host import requires_codex  # noqa: E402
 from test_real_codex import (  # noqa: E402
     BYPASS,
     CONFIG_TOML,
+    EVENTS,
     TURN_TIMEOUT,
     assert_all_hooks_completed,
+    hook_results,
 )
 from test_real_codex_mcp import scripted  # noqa: E402
 from test_real_codex_plugin import status_result  # noqa: E402
@@ -127,6 +129,8 @@ def test_codex_installs_the_repository_and_runs_it_from_source_with_another_pyth
     _rc, out, err, secs = run_codex(wrap, env, workspace, "exec", *BYPASS, prompt, timeout=TURN_TIMEOUT,
                                     hide=hidden)
     assert_all_hooks_completed(err, 1)
+    # each hook ran once: Codex reads the hooks.json the manifest names, never Claude Code's hooks/hooks.json
+    assert sorted(event for event, _status in hook_results(err)) == sorted(EVENTS), hook_results(err)
     bodies = server.response_bodies()
     assert any("Fix the login redirect loop" in m for m in developer_messages(bodies[0])), developer_messages(bodies[0])
     status = status_result(bodies)

@@ -68,10 +68,10 @@ def receipt_line(items):
         if _fits(rows, item, left) or not (rows[-1] or len(rows) >= MAX_ROWS and left):
             rows[-1].append(item)
             continue
-        tail = f"+{left} more: intent: show"
-        room = WIDTH - (len(PREFIX) if len(rows) == 1 else 0) - len(_SEPARATOR.join(rows[-1] + ["", tail]))
+        tail = [f"+{left} more: intent: show"] if left else []  # the last item needs no count after it
+        room = WIDTH - (len(PREFIX) if len(rows) == 1 else 0) - len(_SEPARATOR.join(rows[-1] + [""] + tail))
         if room >= MIN_CLIPPED:  # the last line: as much of it as fits (its line number and code first)
-            rows[-1] += [_clipped(item, room), tail]
+            rows[-1] += [_clipped(item, room), *tail]
         else:
             rows[-1].append(f"+{left + 1} more: intent: show")
         break
