@@ -48,26 +48,10 @@ def find_data_root(env, executable=None, home=None):
     either host and a terminal with no host variables land on the same store, whichever host ran
     first and whether or not the other is installed.
     """
-    explicit = env.get("INTENT_LOOP_DATA_DIR")
-    if explicit:
-        if not fast_os.path.isabs(explicit):
-            raise ValueError(f"INTENT_LOOP_DATA_DIR must be an absolute path, got {explicit!r}")
-        return fast_os.path.normpath(explicit), "INTENT_LOOP_DATA_DIR"
-    codex_home = env.get("CODEX_HOME")
-    if codex_home and fast_os.path.isabs(codex_home):
-        return _under(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
-    plugin_data = env.get("PLUGIN_DATA")
-    if plugin_data and fast_os.path.isabs(plugin_data):
-        inferred = _codex_home_from_plugin_data(plugin_data)
-        if inferred:
-            return _under(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
-    if executable:
-        inferred = _codex_home_from_executable(executable)
-        if inferred:
-            return _under(inferred, *ROOT_SUFFIX), "plugin cache path"
-    home = home if home is not None else env.get("HOME")
-    if home and fast_os.path.isabs(home):
-        return _under(home, ".codex", *ROOT_SUFFIX), "~/.codex"
+    for root, how in _steps(env, executable, home):
+        if root is None:
+            raise ValueError(f"INTENT_LOOP_DATA_DIR must be an absolute path, got {env['INTENT_LOOP_DATA_DIR']!r}")
+        return root, how
     return None
 
 
@@ -76,22 +60,35 @@ def candidate_roots(env, home=None):
     one a build before 0.3.0 named for a PLUGIN_DATA outside Codex's layout: where a second store of
     the same user may lie (a CODEX_HOME, or INTENT_LOOP_DATA_DIR, set for one host or one shell
     only). Absolute values only, in the order's order, each once."""
-    found = []
+    found = [root for root, _how in _steps(env, None, home, former=True) if root is not None]
+    return [root for index, root in enumerate(found) if root not in found[:index]]
+
+
+def _steps(env, executable, home, *, former=False):
+    """(root, how_chosen) for each step of the order that applies, first to last, lazily (the
+    plugin-cache step costs a stat): None for the root of a relative INTENT_LOOP_DATA_DIR, which
+    find_data_root refuses. `former`: also the root a build before 0.3.0 named for a PLUGIN_DATA
+    outside Codex's layout (no store now, but where such data may still lie)."""
     explicit = env.get("INTENT_LOOP_DATA_DIR")
-    if explicit and fast_os.path.isabs(explicit):
-        found.append(fast_os.path.normpath(explicit))
+    if explicit:
+        yield (fast_os.path.normpath(explicit) if fast_os.path.isabs(explicit) else None), "INTENT_LOOP_DATA_DIR"
     codex_home = env.get("CODEX_HOME")
     if codex_home and fast_os.path.isabs(codex_home):
-        found.append(_under(codex_home, *ROOT_SUFFIX))
+        yield _under(codex_home, *ROOT_SUFFIX), "CODEX_HOME"
     plugin_data = env.get("PLUGIN_DATA")
     if plugin_data and fast_os.path.isabs(plugin_data):
         inferred = _codex_home_from_plugin_data(plugin_data)
-        # outside Codex's layout, where a build before 0.3.0 kept the data: no store now, but still looked at
-        found.append(_under(inferred, *ROOT_SUFFIX) if inferred else _under(plugin_data, "intent-loop", "v1"))
+        if inferred:
+            yield _under(inferred, *ROOT_SUFFIX), "PLUGIN_DATA (Codex layout)"
+        elif former:
+            yield _under(plugin_data, "intent-loop", "v1"), "PLUGIN_DATA (before 0.3.0)"
+    if executable:
+        inferred = _codex_home_from_executable(executable)
+        if inferred:
+            yield _under(inferred, *ROOT_SUFFIX), "plugin cache path"
     home = home if home is not None else env.get("HOME")
     if home and fast_os.path.isabs(home):
-        found.append(_under(home, ".codex", *ROOT_SUFFIX))
-    return [root for index, root in enumerate(found) if root not in found[:index]]
+        yield _under(home, ".codex", *ROOT_SUFFIX), "~/.codex"
 
 
 def other_stores(env, data_root, project_id):
