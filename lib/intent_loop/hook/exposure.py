@@ -117,14 +117,15 @@ def _toml_string(value):
     return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
-def exposure_notice(payload, env, paths):
+def exposure_notice(payload, env, paths, *, stores=None):
     """The line SessionStart shows the user when this session is outside the model, or when another
     store holds this folder's intent, else None. Once a session: a compaction continues a session
-    already told."""
+    already told. `stores`: the other stores, when the caller has looked for them already."""
     if payload.get("source") == "compact":
         return None
     reasons = session_exposures(env, project_root=paths.root, data_root=paths.data_root)
-    stores = other_stores(env, paths.data_root, paths.project_id)
+    if stores is None:
+        stores = other_stores(env, paths.data_root, paths.project_id)
     if not reasons and not stores:
         return None
     from intent_loop.ops.enforcement_words import exposure_text, other_stores_text  # only then: they cost a start

@@ -64,11 +64,14 @@ def _other_stores_only(ctx, payload):
     environment names holds it (a CODEX_HOME set for one host only), which the user must hear."""
     from intent_loop.base.data_root import other_stores
 
-    if payload.get("source") == "compact" or not other_stores(ctx.env, ctx.paths.data_root, ctx.paths.project_id):
+    if payload.get("source") == "compact":
+        return None
+    stores = other_stores(ctx.env, ctx.paths.data_root, ctx.paths.project_id)
+    if not stores:
         return None
     from intent_loop.hook.exposure import exposure_notice
 
-    return {"system_message": exposure_notice(payload, ctx.env, ctx.paths)}
+    return {"system_message": exposure_notice(payload, ctx.env, ctx.paths, stores=stores)}
 
 
 # -- UserPromptSubmit ----------------------------------------------------------------------
