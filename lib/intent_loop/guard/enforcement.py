@@ -256,10 +256,10 @@ def read_record(paths):
     return record if isinstance(record, dict) else {}
 
 
-def last_observation(paths):
+def last_observation(paths, record=None):
     """What the hooks last saw, checked: {"state", "mode", "cause", "stops", "confirmed",
-    "observed_at"}, or None."""
-    seen = read_record(paths).get("observed")
+    "observed_at"}, or None. `record`: the project's record, when the caller has read it."""
+    seen = (read_record(paths) if record is None else record).get("observed")
     if not isinstance(seen, dict) or seen.get("state") not in STATES or type(seen.get("observed_at")) is not int \
             or not (seen.get("cause") is None or seen.get("cause") in CAUSES) or seen.get("mode") not in MODES \
             or type(seen.get("stops")) is not int:
@@ -272,8 +272,9 @@ def reported(paths, *, now=None):
     its `age` in whole seconds (state None when only Claude Code's hooks ran), and `claude_code_age`
     when a Claude Code hook ran here; None when no hook has looked yet."""
     now = time.time() if now is None else now
-    seen = last_observation(paths)
-    claude = read_record(paths).get(CLAUDE_CODE_SEEN)
+    record = read_record(paths)
+    seen = last_observation(paths, record)
+    claude = record.get(CLAUDE_CODE_SEEN)
     found = None
     if seen is not None:
         keep = ("state", "mode", "cause", "stops", "confirmed", "ran_at", "observed_at")
