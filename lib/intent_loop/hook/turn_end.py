@@ -28,11 +28,11 @@ def stop(payload, runtime):
 
         message = payload.get("last_assistant_message")
         text = message if isinstance(message, str) else ""
-        source = make_source_ref("agent_turn", turn_of(payload), text)
         turn = turn_of(payload)
+        source = make_source_ref("agent_turn", turn, text)
 
         def request_id_under(version):
-            source_then = make_source_ref("agent_turn", turn_of(payload), text, redaction=version)
+            source_then = make_source_ref("agent_turn", turn, text, redaction=version)
             identity = source_then.get("event_id") or source_then["sha256"]
             return "stop:" + sha256_hex("\0".join(("Stop", ctx.session, turn, identity)).encode())
 
