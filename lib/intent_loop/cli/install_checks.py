@@ -94,7 +94,7 @@ def install_checks(env, root=None):
 
     claude = claude_installs(env)  # Claude Code's copies leave the same run records (docs/hosts.md)
     checks.append(claude_code_check(claude))
-    for plugin in claude if claude else ():
+    for plugin in claude:
         known = hooks_ran.plugin_copy_install(plugin["path"]) if plugin["enabled"] else None
         if known is not None:
             installs.append((f"Claude Code plugin {plugin['id']} ({plugin['version']})", *known))
