@@ -106,3 +106,13 @@ def test_every_claim_making_event_in_log_carries_the_ids_approve_and_drop_take(t
     assert len(made) >= 7
     for claim_id in made:
         assert f"[{claim_id[:8]}]" in text, (claim_id, text)
+
+
+def test_log_has_words_for_every_host_a_hook_records():
+    """A host added to base/host_process.HOSTS without its words in `log` fails here."""
+    from intent_loop.base.host_process import HOSTS, host_of
+    from intent_loop.cli.history import HOST_WORDS
+
+    assert set(HOST_WORDS) == set(HOSTS)
+    assert {host_of({}), host_of({"CLAUDECODE": "1"})} == set(HOSTS)
+    assert host_of({"CLAUDECODE": "1"}, {"turn_id": "t-1"}) == "codex"  # Codex's turn_id wins
