@@ -33,7 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mock_anthropic import MockAnthropicServer  # noqa: E402
 from real_host import CLAUDE_BIN  # noqa: E402
-from test_real_codex import _offline_namespace, _Tmux, _wait_for, run_bounded  # noqa: E402
+from test_real_codex import _offline_namespace, _wait_for, run_bounded  # noqa: E402
+from tui_session import TuiSession  # noqa: E402
 
 API_KEY = "sk-ant-intent-loop-e2e-0000000000000000000000"
 PLUGIN_ID = "intent-loop@intent-loop"
@@ -169,34 +170,22 @@ def processes_with(variable, value):
     return found
 
 
-class ClaudeSession:
+class ClaudeSession(TuiSession):
     """The interactive `claude` in a private tmux server (test_real_codex._Tmux), in `workspace`.
     The workspace must be trusted first (trust_workspace). submit() waits for the prompt's model
     request; clear() is a real /clear; stop() is /exit (SessionEnd runs), then nothing is left."""
 
+    NAME = "Claude Code"
+    BUSY = ("esc to interrupt",)
+    QUIT = "/exit"
     PINNED = ("HOME", "TMPDIR", "TERM", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", *QUIET)
 
     def __init__(self, workspace, env, server, wrap=list, *, args=(), claude_bin=None, timeout=60):
         self.server = server
         pinned = [f"{k}={env[k]}" for k in self.PINNED if k in env]
         command = "exec " + shlex.join(wrap(["env", *pinned, claude_bin or CLAUDE_BIN, *args]))
-        self.tmux = _Tmux(command, cwd=workspace, env=env)
-        try:
-            if not self.wait_screen(lambda s: "Claude Code v" in s and "\n❯" in s, timeout):
-                raise AssertionError(f"the Claude Code TUI did not come up:\n{self.screen()}")
-        except BaseException:
-            self.close()
-            raise
-        time.sleep(0.5)  # let the prompt settle before typing
-
-    def screen(self):
-        return self.tmux.screen()
-
-    def wait_screen(self, predicate, timeout=30):
-        return self.tmux.wait_screen(predicate, timeout)
-
-    def type_line(self, text):
-        self.tmux.type_line(text)
+        self._start(command, cwd=workspace, env=env, ready=lambda s: "Claude Code v" in s and "\n❯" in s,
+                    timeout=timeout)
 
     def submit(self, text, *, timeout=30):
         """Type a prompt; wait for its model request and for the turn to end; that request's body."""
@@ -211,38 +200,8 @@ class ClaudeSession:
         self.wait_idle(timeout)
         return self.server.message_bodies()[want - 1]
 
-    def wait_idle(self, timeout=30):
-        """Until no turn runs ("esc to interrupt" gone from the screen)."""
-        return self.wait_screen(lambda s: "esc to interrupt" not in s, timeout)
-
     def clear(self, settle=2.0):
         """A real /clear (SessionEnd `clear` on the old session, SessionStart `clear` on a new one)."""
         self.type_line("/clear")
         time.sleep(settle)
         return self.screen()
-
-    def stop(self, timeout=15):
-        """/exit, and wait for Claude Code to end; then tear tmux down."""
-        try:
-            self.wait_idle(timeout)
-            self.type_line("/exit")
-            _wait_for(lambda: not self._alive(), time.monotonic() + timeout)
-        finally:
-            self.close()
-
-    def _alive(self):
-        try:
-            os.kill(self.tmux.pane_pid, 0)
-        except ProcessLookupError:
-            return False
-        return subprocess.run([*self.tmux.base, "has-session", "-t", "e2e"], capture_output=True,
-                              timeout=20).returncode == 0
-
-    def close(self):
-        self.tmux.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()

@@ -19,15 +19,14 @@ test_real_codex.py (nsenter into the offline namespace). What 0.169.0 does, seen
   request with no tools. So count requests with `turn_requests()`, not `server.response_bodies()`.
 - SessionEnd fires only at exit (/quit), once for every thread the process opened.
 """
-import os
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_real_codex import CODEX_BIN, _Tmux, _wait_for  # noqa: E402
+from test_real_codex import CODEX_BIN, _wait_for  # noqa: E402
+from tui_session import TuiSession  # noqa: E402
 
 PINNED_ENV = ("HOME", "CODEX_HOME", "INTENT_LOOP_DATA_DIR", "TERM")
 COMPACTION_PROMPT = "You are performing a CONTEXT CHECKPOINT COMPACTION"
@@ -68,12 +67,16 @@ def compaction_responder(summary="Summary: the user asked for nothing yet.", the
     return respond
 
 
-class CodexSession:
+class CodexSession(TuiSession):
     """The interactive `codex` in a private tmux server, in `workspace`, with `env`.
 
     env: the whole environment for Codex (HOME, CODEX_HOME, ...); the keys in `pin` are also passed
     on the command line so the pane surely gets them. args: extra Codex arguments; by default hooks
     run untrusted (the TUI accepts --dangerously-bypass-hook-trust like `codex exec`)."""
+
+    NAME = "Codex"
+    BUSY = ("esc to interrupt", "Working")
+    QUIT = "/quit"
 
     def __init__(self, workspace, env, server, wrap=list, *, args=("--dangerously-bypass-hook-trust",),
                  pin=PINNED_ENV, codex_bin=CODEX_BIN, timeout=60):
@@ -83,23 +86,8 @@ class CodexSession:
         self.env = dict(env, TERM=env.get("TERM", "xterm-256color"))
         pinned = [f"{k}={self.env[k]}" for k in pin if k in self.env]
         command = "exec " + shlex.join(wrap(["env", *pinned, codex_bin, *args]))
-        self.tmux = _Tmux(command, cwd=workspace, env=self.env)
-        try:
-            if not self.wait_screen(lambda s: "OpenAI Codex" in s and "›" in s, timeout):
-                raise AssertionError(f"the Codex TUI did not come up:\n{self.screen()}")
-        except BaseException:
-            self.close()  # a failed start must not leave Codex running
-            raise
-        time.sleep(0.5)  # let the composer settle before typing
-
-    def screen(self):
-        return self.tmux.screen()
-
-    def wait_screen(self, predicate, timeout=30):
-        return self.tmux.wait_screen(predicate, timeout)
-
-    def type_line(self, text):
-        self.tmux.type_line(text)
+        self._start(command, cwd=workspace, env=self.env, ready=lambda s: "OpenAI Codex" in s and "›" in s,
+                    timeout=timeout)
 
     def submit(self, text, *, requests=None, timeout=30):
         """Type a prompt and wait until the mock has `requests` turn requests (default: one more
@@ -127,34 +115,3 @@ class CodexSession:
         if "Enter to confirm" in screen or "(y/n)" in screen:  # not seen in 0.169.0; harmless later
             self.tmux.press("Enter")
         return self.screen()
-
-    def wait_idle(self, timeout=30):
-        """Wait until the running turn, if any, has finished ("Working" gone from the screen)."""
-        return self.wait_screen(lambda s: "esc to interrupt" not in s and "Working" not in s, timeout)
-
-    def stop(self, timeout=15):
-        """/quit and wait for Codex to exit (SessionEnd hooks run then), then tear tmux down."""
-        try:
-            self.wait_idle(timeout)
-            self.type_line("/quit")
-            _wait_for(lambda: not self._alive(), time.monotonic() + timeout)
-        finally:
-            self.close()
-
-    def close(self):
-        """Kill the pane's process group and the tmux server (idempotent)."""
-        self.tmux.close()
-
-    def _alive(self):
-        try:
-            os.kill(self.tmux.pane_pid, 0)
-        except ProcessLookupError:
-            return False
-        return subprocess.run([*self.tmux.base, "has-session", "-t", "e2e"], capture_output=True,
-                              timeout=20).returncode == 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()

@@ -17,9 +17,9 @@ reason, except under CI=true, where tests/e2e/conftest.py turns that skip into a
 carries the same reason: CI must not go green on tests that never ran.
 """
 import functools
+import importlib.util
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -55,17 +55,19 @@ requires_codex = pytest.mark.skipif(bool(why_no_codex()), reason=why_no_codex() 
 
 
 @functools.cache
+def _build():
+    """build.py as a module: the version probes it checks an install with are the ones used here."""
+    path = Path(__file__).resolve().parents[2] / "build.py"
+    spec = importlib.util.spec_from_file_location("build_for_real_host", path)
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    return build
+
+
+@functools.cache
 def codex_version():
     """What the binary says it is ("codex-cli 0.171.0" -> "0.171.0"), or None."""
-    if why_no_codex():
-        return None
-    try:
-        done = subprocess.run([CODEX_BIN, "--version"], capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    words = done.stdout.split()
-    return words[-1] if done.returncode == 0 and words else None
+    return None if why_no_codex() else _build().codex_version_of(CODEX_BIN)
 
 
 def is_pinned():
@@ -75,10 +77,13 @@ def is_pinned():
 
 def version_mismatch():
     """A mismatch between INTENT_LOOP_CODEX_VERSION and the binary's own version, or ""."""
-    wanted = os.environ.get(CODEX_VERSION_VAR, "").strip()
-    said = codex_version()
+    return _mismatch(CODEX_VERSION_VAR, codex_version(), CODEX_BIN)
+
+
+def _mismatch(version_var, said, binary):
+    wanted = os.environ.get(version_var, "").strip()
     if wanted and said and said != wanted:
-        return f"{CODEX_VERSION_VAR}={wanted} but {CODEX_BIN} says it is {said}"
+        return f"{version_var}={wanted} but {binary} says it is {said}"
     return ""
 
 
@@ -106,16 +111,7 @@ requires_claude = pytest.mark.skipif(bool(why_no_claude()), reason=why_no_claude
 @functools.cache
 def claude_version():
     """What the binary says it is ("2.1.332 (Claude Code)" -> "2.1.332"), or None."""
-    if why_no_claude():
-        return None
-    try:
-        done = subprocess.run([CLAUDE_BIN, "--version"], capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL, env=dict(os.environ, DISABLE_AUTOUPDATER="1",
-                                                                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1"))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    words = done.stdout.split()
-    return words[0] if done.returncode == 0 and words else None
+    return None if why_no_claude() else _build().claude_version_of(CLAUDE_BIN)
 
 
 def claude_is_pinned():
@@ -124,8 +120,4 @@ def claude_is_pinned():
 
 def claude_version_mismatch():
     """A mismatch between INTENT_LOOP_CLAUDE_VERSION and the binary's own version, or ""."""
-    wanted = os.environ.get(CLAUDE_VERSION_VAR, "").strip()
-    said = claude_version()
-    if wanted and said and said != wanted:
-        return f"{CLAUDE_VERSION_VAR}={wanted} but {CLAUDE_BIN} says it is {said}"
-    return ""
+    return _mismatch(CLAUDE_VERSION_VAR, claude_version(), CLAUDE_BIN)
