@@ -98,25 +98,39 @@ def reexec_in_venv(argv):
 
 def pinned_codex_version():
     """The @openai/codex version pinned by the committed tests/e2e/npm/package.json (and its lockfile)."""
-    return json.loads((NPM_DIR / "package.json").read_text())["dependencies"][CODEX_PACKAGE]
+    return _pinned_version(NPM_DIR, CODEX_PACKAGE)
 
 
 def wanted_codex_version():
     """$INTENT_LOOP_CODEX_VERSION (an exact version such as 0.171.0), else the pinned version."""
-    version = os.environ.get(CODEX_VERSION_VAR, "").strip() or pinned_codex_version()
-    if not version[:1].isdigit() or not all(c.isalnum() or c in ".-" for c in version):
-        sys.exit(f"build.py: {CODEX_VERSION_VAR}={version!r} is not an exact version such as 0.171.0")
-    return version
+    return _wanted_version(CODEX_VERSION_VAR, pinned_codex_version(), example="0.171.0")
 
 
 def codex_version_of(binary):
     """The version `codex --version` prints ("codex-cli 0.169.0" -> "0.169.0"), or None."""
+    return _version_said(binary, word=-1)
+
+
+def _pinned_version(npm_dir, package):
+    return json.loads((npm_dir / "package.json").read_text())["dependencies"][package]
+
+
+def _wanted_version(variable, pinned, *, example):
+    version = os.environ.get(variable, "").strip() or pinned
+    if not version[:1].isdigit() or not all(c.isalnum() or c in ".-" for c in version):
+        sys.exit(f"build.py: {variable}={version!r} is not an exact version such as {example}")
+    return version
+
+
+def _version_said(binary, *, word, env=None):
+    """The `word`th word of what `binary --version` prints, or None when it fails or says nothing."""
     try:
-        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     words = done.stdout.split()
-    return words[-1] if done.returncode == 0 and words else None
+    return words[word] if done.returncode == 0 and words else None
 
 
 def ensure_npm_codex(version=None):
@@ -182,28 +196,19 @@ CLAUDE_VERSION_VAR = "INTENT_LOOP_CLAUDE_VERSION"
 
 def pinned_claude_version():
     """The @anthropic-ai/claude-code version pinned by the committed tests/e2e/npm-claude/package.json."""
-    return json.loads((NPM_CLAUDE_DIR / "package.json").read_text())["dependencies"][CLAUDE_PACKAGE]
+    return _pinned_version(NPM_CLAUDE_DIR, CLAUDE_PACKAGE)
 
 
 def wanted_claude_version():
     """$INTENT_LOOP_CLAUDE_VERSION (an exact version such as 2.1.332), else the pinned version."""
-    version = os.environ.get(CLAUDE_VERSION_VAR, "").strip() or pinned_claude_version()
-    if not version[:1].isdigit() or not all(c.isalnum() or c in ".-" for c in version):
-        sys.exit(f"build.py: {CLAUDE_VERSION_VAR}={version!r} is not an exact version such as 2.1.332")
-    return version
+    return _wanted_version(CLAUDE_VERSION_VAR, pinned_claude_version(), example="2.1.332")
 
 
 def claude_version_of(binary):
     """The version `claude --version` prints ("2.1.332 (Claude Code)" -> "2.1.332"), or None. A
     placeholder left where npm skipped the native optional dependency says no version."""
-    try:
-        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL, env=dict(os.environ, DISABLE_AUTOUPDATER="1",
-                                                                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1"))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    words = done.stdout.split()
-    return words[0] if done.returncode == 0 and words else None
+    return _version_said(binary, word=0, env=dict(os.environ, DISABLE_AUTOUPDATER="1",
+                                                  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1"))
 
 
 def ensure_npm_claude(version=None):
