@@ -14,16 +14,33 @@ def has_command(prompt):
     lowered = prompt.lower()
     at = lowered.find(MARKER)
     while at != -1:
-        if _starts_line(lowered, at) or near_command_kind(_line_head(lowered, at)) is not None:
+        if _starts_line(lowered, at):
+            return True
+        head = _marker_head(lowered, at)
+        if head is not None and near_command_kind(head) is not None:
             return True
         at = lowered.find(MARKER, at + len(MARKER))
     return False
 
 
-def _line_head(text, at):
-    """What stands on the line before position `at`."""
-    start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
-    return text[start:at]
+def _marker_head(text, at):
+    """What stands on the line before position `at`, less its indentation, when it is short enough to
+    be one of near_command_kind's markers (at most 5 characters, then spaces), else None. Found by
+    walking back from `at` over at most the marker and the spaces around it: asked once for every
+    `intent:` in a prompt, reading back to the line's start each time made a long line of them
+    quadratic (300 KB took seconds, past a hook's deadline)."""
+    end = at - 1
+    while end >= 0 and text[end] == " ":  # the spaces after a marker
+        end -= 1
+    start = end
+    while start >= 0 and end - start < 5 and text[start] not in " \t\r\n":  # the marker itself
+        start -= 1
+    before = start
+    while before >= 0 and text[before] in " \t":  # the line's indentation
+        before -= 1
+    if before >= 0 and text[before] not in "\r\n":
+        return None  # more words, or a longer one: no marker stands alone there
+    return text[start + 1:at]
 
 
 LIST_MARKERS = ("- ", "* ", "+ ")
@@ -82,7 +99,7 @@ def injected_by(payload, prompt):
         at = prompt.find(tag)
         while at != -1:
             after = prompt[at + len(tag):at + len(tag) + 1]
-            if (after == ">" or after.isspace()) and not _line_head(prompt, at).strip(" \t"):
+            if (after == ">" or after.isspace()) and _starts_line(prompt, at):
                 return tag + ">" if after == ">" else tag
             at = prompt.find(tag, at + len(tag))
     return None
