@@ -278,3 +278,11 @@ def test_data_root_may_be_reached_through_a_symlink(tmp_path, workspace):
     paths.ensure_project_layout(project)
 
     assert os.path.isdir(real / "projects" / project.project_id / "cache")
+
+
+def test_a_relative_override_in_the_process_environment_is_data_dir_required(monkeypatch):
+    """The hooks and the MCP server pass fast_os.environment, which is read by get() only: the
+    refusal must be the stable code there too, never an internal error."""
+    monkeypatch.setenv("INTENT_LOOP_DATA_DIR", "relative/dir")
+
+    assert _error_code(lambda: paths.resolve_data_root(lib_os.environment)) == ErrorCode.DATA_DIR_REQUIRED

@@ -50,7 +50,8 @@ def find_data_root(env, executable=None, home=None):
     """
     for root, how in _steps(env, executable, home):
         if root is None:
-            raise ValueError(f"INTENT_LOOP_DATA_DIR must be an absolute path, got {env['INTENT_LOOP_DATA_DIR']!r}")
+            # .get: `env` may be fast_os.environment, which reads the process's variables by get() only
+            raise ValueError(f"INTENT_LOOP_DATA_DIR must be an absolute path, got {env.get('INTENT_LOOP_DATA_DIR')!r}")
         return root, how
     return None
 
